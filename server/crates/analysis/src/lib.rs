@@ -1,0 +1,1 @@
+//! The driver: source text → kernel reports; and the renderers of those reports.

@@ -1,0 +1,1 @@
+//! Kernel IR → memory access protocols → barrier intervals → solver queries → findings.

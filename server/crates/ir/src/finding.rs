@@ -1,0 +1,124 @@
+//! What the checker reports: a verdict per kernel and findings with witnesses.
+//! Positions are [`Span`]s; renderers (CLI, LSP) turn them into lines and columns.
+
+use crate::span::Span;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FindingKind {
+    DataRace,
+    BarrierDivergence,
+}
+
+impl FindingKind {
+    /// The code used in every output (`data-race`, `barrier-divergence`).
+    pub fn code(self) -> &'static str {
+        match self {
+            FindingKind::DataRace => "data-race",
+            FindingKind::BarrierDivergence => "barrier-divergence",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Confidence {
+    /// The witness depends on no unknown value: a true alarm.
+    Definite,
+    /// The witness depends on an unknown value (data, an opaque call, …); the reason says which.
+    Possible,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    RaceFree,
+    Racy,
+    Divergent,
+    Unknown,
+    Unsupported,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::RaceFree => "race-free",
+            Verdict::Racy => "racy",
+            Verdict::Divergent => "divergent",
+            Verdict::Unknown => "unknown",
+            Verdict::Unsupported => "unsupported",
+        }
+    }
+}
+
+/// One thread of a witness.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadWitness {
+    #[serde(rename = "threadIdx")]
+    pub thread_idx: [i64; 3],
+    #[serde(rename = "blockIdx")]
+    pub block_idx: [i64; 3],
+    /// Loop variable (source name) → value in this thread's iteration.
+    pub loop_vars: BTreeMap<String, i64>,
+}
+
+/// A concrete execution the solver chose that exhibits the finding.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Witness {
+    pub thread_a: ThreadWitness,
+    pub thread_b: ThreadWitness,
+    /// The cell both threads access, one index per array dimension (empty for divergence and
+    /// for shared scalars).
+    pub cell: Vec<i64>,
+    /// Kernel parameters (scalar and template) the solver chose.
+    pub params: BTreeMap<String, i64>,
+    #[serde(rename = "blockDim")]
+    pub block_dim: [i64; 3],
+    #[serde(rename = "gridDim")]
+    pub grid_dim: [i64; 3],
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Related {
+    pub span: Span,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    pub kind: FindingKind,
+    /// The array (races only).
+    pub array: Option<String>,
+    pub confidence: Confidence,
+    /// Why definite or possible (e.g. "the index depends on data read from `perm`").
+    pub confidence_reason: String,
+    pub kernel: String,
+    /// The racy access (thread A's) or the divergent barrier.
+    pub span: Span,
+    pub message: String,
+    /// The other access of the pair; for divergence, the condition that makes it divergent.
+    pub related: Vec<Related>,
+    pub witness: Witness,
+    /// Races only: both accesses are writes of the same constant value.
+    pub same_value_write: bool,
+}
+
+/// The result of checking one kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelReport {
+    pub name: String,
+    pub span: Span,
+    pub name_span: Span,
+    pub verdict: Verdict,
+    /// Why `unknown` / `unsupported` (and notes for other verdicts, e.g. arrays left unknown).
+    pub reason: Option<String>,
+    pub findings: Vec<Finding>,
+    /// The launch configuration the verdict assumed, human-readable
+    /// (e.g. "blockDim=(1..1024, 1, 1) gridDim=(symbolic, 1, 1)").
+    pub assumed_launch: String,
+    pub time_ms: f64,
+    /// Solver queries issued (including ones answered from a cache).
+    pub queries: usize,
+}

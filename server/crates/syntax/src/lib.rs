@@ -1,0 +1,1 @@
+//! The CUDA front end: source text → [`cudarace_ir::FileIr`].
