@@ -1,1 +1,18 @@
-//! The driver: source text → kernel reports; and the renderers of those reports.
+//! The driver (source text → kernel reports, with file limits, a time budget per kernel and
+//! isolation of internal errors) and the renderers of those reports (human, JSON, SARIF).
+
+mod driver;
+pub mod render;
+mod report;
+
+pub use driver::{
+    analyze_ir, analyze_kernel, analyze_path, analyze_source, collect_paths, decode_text,
+    read_source, Budget, Options, DEFAULT_KERNEL_TIME, DEFAULT_MAX_FILE_BYTES,
+};
+pub use report::{FileReport, Summary};
+
+// The option types of the stages, so that users of this crate need not depend on them.
+pub use cudarace_check::CheckOptions;
+pub use cudarace_ir as ir;
+pub use cudarace_solver::{Limits, SolverPool};
+pub use cudarace_syntax::FrontendOptions;

@@ -1,1 +1,583 @@
 //! Kernel IR → memory access protocols → barrier intervals → solver queries → findings.
+//!
+//! Pipeline: [`protocol`] symbolically executes the kernel for one symbolic thread; [`align`]
+//! summarizes it into barrier-free segments (Faial's barrier aligning); [`split`] lists the
+//! conflicting pairs of every barrier interval; [`encode`] turns each pair into ONE query over
+//! two threads A and B (so every finding names both accesses); [`divergence`] asks, for each
+//! barrier, whether two threads of a block can disagree on reaching it; [`witness`] reads models
+//! back; [`launch`] decides the launch configuration assumed.
+
+pub mod align;
+pub mod divergence;
+pub mod encode;
+pub mod launch;
+pub mod protocol;
+pub mod split;
+pub mod terms;
+pub mod uniformity;
+pub mod witness;
+
+use cudarace_ir::{
+    AccessMode, Confidence, FileIr, Finding, FindingKind, Kernel, KernelReport, LaunchConfig,
+    MemSpace, Related, Span, ThreadWitness, Verdict, Witness,
+};
+use cudarace_solver::{Answer, Limits, Query, Term};
+use encode::{Encoder, Scope};
+use protocol::SyncKind;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+#[derive(Clone, Debug)]
+pub struct CheckOptions {
+    /// From the CLI / editor settings; the strongest launch information.
+    pub launch_override: LaunchConfig,
+    pub limits: Limits,
+    /// Check pairs of threads in different blocks on global memory.
+    pub grid_checks: bool,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            launch_override: LaunchConfig::default(),
+            limits: Limits::default(),
+            grid_checks: true,
+        }
+    }
+}
+
+/// The questions for one kernel, and (privately) what each one means.
+#[derive(Clone, Debug)]
+pub struct KernelPlan {
+    pub kernel: String,
+    pub queries: Vec<Query>,
+    meta: Arc<PlanMeta>,
+}
+
+#[derive(Debug)]
+struct PlanMeta {
+    span: Span,
+    name_span: Span,
+    assumed_launch: String,
+    unsupported: Option<String>,
+    /// One per query, same order.
+    items: Vec<Item>,
+    /// Reasons the verdict can at best be `unknown` (arrays touched by unmodelled code, …).
+    unknown_notes: Vec<String>,
+    /// Unmodelled code that may synchronize (findings become possible).
+    may_sync_note: Option<String>,
+}
+
+#[derive(Debug)]
+struct Side {
+    span: Span,
+    mode: AccessMode,
+}
+
+#[derive(Debug)]
+enum Item {
+    Race {
+        array: String,
+        a: Side,
+        b: Side,
+        reasons: Vec<String>,
+        /// Per disjunct of the query: the disjunct and thread A's cell in it (for the witness).
+        cells: Vec<(Term, Vec<Term>)>,
+        same_value: Option<i64>,
+    },
+    Divergence {
+        span: Span,
+        barrier: &'static str,
+        cause: Option<(Span, String)>,
+        reasons: Vec<String>,
+    },
+}
+
+/// Beyond this many access pairs a kernel is not checked further (its verdict is at best
+/// `unknown`), so that a huge unrolled kernel cannot stall the editor.
+const MAX_RACE_QUERIES: usize = 3000;
+
+fn barrier_name(kind: SyncKind) -> &'static str {
+    match kind {
+        SyncKind::Block => "__syncthreads()",
+        SyncKind::Warp => "__syncwarp()",
+        SyncKind::Grid => "grid.sync()",
+    }
+}
+
+/// Build every question for `kernel` (no solving).
+pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> KernelPlan {
+    let mut meta = PlanMeta {
+        span: kernel.span,
+        name_span: kernel.name_span,
+        assumed_launch: String::new(),
+        unsupported: kernel.unsupported.clone(),
+        items: Vec::new(),
+        unknown_notes: Vec::new(),
+        may_sync_note: None,
+    };
+    let mut queries = Vec::new();
+    if kernel.unsupported.is_some() {
+        return KernelPlan {
+            kernel: kernel.name.clone(),
+            queries,
+            meta: Arc::new(meta),
+        };
+    }
+    let p = protocol::build(kernel);
+    // The x dimension is always symbolic: a kernel that never names threadIdx is still launched
+    // with many threads; only unnamed y and z dimensions are taken to be 1.
+    let (mut block_used, mut grid_used) = (p.block_dims_used, p.grid_dims_used);
+    block_used[0] = true;
+    grid_used[0] = true;
+    let launch = launch::resolve(file, kernel, &opts.launch_override, block_used, grid_used);
+    meta.assumed_launch = launch.describe();
+    let enc = Encoder {
+        p: &p,
+        kernel,
+        launch: &launch,
+    };
+    let array_name = |id: cudarace_ir::ArrayId| {
+        kernel
+            .arrays
+            .get(id.0 as usize)
+            .map(|a| a.name.clone())
+            .unwrap_or_default()
+    };
+    for (a, why) in &p.opaque_arrays {
+        let note = format!(
+            "`{}` may be accessed by unmodelled code ({why})",
+            array_name(*a)
+        );
+        if !meta.unknown_notes.contains(&note) {
+            meta.unknown_notes.push(note);
+        }
+    }
+    if !p.may_sync.is_empty() {
+        meta.may_sync_note =
+            Some("unmodelled code may synchronize; it was treated as no barrier, so races it might prevent are reported as possible".into());
+    }
+
+    // Races.
+    let mut scopes: Vec<Scope> = if p.has_warp_sync {
+        vec![
+            Scope::SameBlock { warp: Some(false) },
+            Scope::SameBlock { warp: Some(true) },
+        ]
+    } else {
+        vec![Scope::SameBlock { warp: None }]
+    };
+    if opts.grid_checks {
+        scopes.push(Scope::CrossBlock);
+    }
+    let is_global = |acc: usize| {
+        p.accs
+            .get(acc)
+            .and_then(|a| kernel.arrays.get(a.array.0 as usize))
+            .is_some_and(|arr| arr.space == MemSpace::Global)
+    };
+    let mut groups: BTreeMap<(usize, usize), Vec<(Scope, split::Meeting)>> = BTreeMap::new();
+    for scope in scopes {
+        let counts = move |k: SyncKind| match scope {
+            Scope::SameBlock { warp } => k != SyncKind::Warp || warp == Some(true),
+            Scope::CrossBlock => k == SyncKind::Grid,
+        };
+        let segs = split::intervals(&p, &counts);
+        let keep = |acc: usize| scope != Scope::CrossBlock || is_global(acc);
+        for (key, m) in split::meetings(&p, &segs, &keep) {
+            groups.entry(key).or_default().push((scope, m));
+        }
+    }
+    if groups.len() > MAX_RACE_QUERIES {
+        meta.unknown_notes.push(format!(
+            "{} pairs of accesses to check; only the first {MAX_RACE_QUERIES} were",
+            groups.len()
+        ));
+    }
+    for ((ia, ib), ms) in groups.into_iter().take(MAX_RACE_QUERIES) {
+        let (Some(xa), Some(xb)) = (p.accs.get(ia), p.accs.get(ib)) else {
+            continue;
+        };
+        let mut unrelated = false;
+        // Identical cores from several scopes share one disjunct whose thread constraints are
+        // the disjunction of the scopes' (e.g. "same block, other thread" or "other block").
+        let mut cores: Vec<(Term, Vec<Scope>)> = Vec::new();
+        let mut cells: Vec<Vec<Term>> = Vec::new();
+        for (scope, m) in &ms {
+            let (core, cell) = enc.race_core(*scope, m, &mut unrelated);
+            if core == Term::Bool(false) {
+                continue;
+            }
+            match cores.iter_mut().find(|(c, _)| *c == core) {
+                Some((_, scopes)) => {
+                    if !scopes.contains(scope) {
+                        scopes.push(*scope)
+                    }
+                }
+                None => {
+                    cores.push((core, vec![*scope]));
+                    cells.push(cell);
+                }
+            }
+        }
+        if cores.is_empty() {
+            continue;
+        }
+        // A core that has every conjunct of another (and more) adds no solution: drop it.
+        let conj = |t: &Term| -> Vec<Term> {
+            match t {
+                Term::And(ts) => ts.clone(),
+                other => vec![other.clone()],
+            }
+        };
+        let parts: Vec<Vec<Term>> = cores.iter().map(|(c, _)| conj(c)).collect();
+        let mut keep = vec![true; cores.len()];
+        for i in 0..cores.len() {
+            for j in 0..cores.len() {
+                if i != j
+                    && keep[j]
+                    && cores[i].1 == cores[j].1
+                    && parts[j].iter().all(|p| parts[i].contains(p))
+                    && (parts[i].len() > parts[j].len() || i > j)
+                {
+                    keep[i] = false;
+                    break;
+                }
+            }
+        }
+        type Core = (Term, Vec<Scope>);
+        let kept: Vec<(Core, Vec<Term>)> = cores
+            .into_iter()
+            .zip(cells)
+            .zip(keep)
+            .filter(|(_, k)| *k)
+            .map(|(c, _)| c)
+            .collect();
+        let (cores, cells): (Vec<Core>, Vec<Vec<Term>>) = kept.into_iter().unzip();
+        let disjuncts: Vec<Term> = cores
+            .into_iter()
+            .map(|(core, scopes)| {
+                let threads = terms::or(
+                    scopes
+                        .iter()
+                        .map(|s| terms::and(enc.scope_constraints(*s)))
+                        .collect(),
+                );
+                terms::and(vec![core, threads])
+            })
+            .collect();
+        // Extra terms renamed like the query: each disjunct, then its cell coordinates.
+        let arity = cells.first().map(|c| c.len()).unwrap_or(0);
+        let mut extra = disjuncts.clone();
+        for c in &cells {
+            extra.extend(c.iter().cloned());
+            extra.extend(std::iter::repeat_n(
+                Term::Int(0),
+                arity.saturating_sub(c.len()),
+            ));
+        }
+        let n_disj = disjuncts.len();
+        let (q, mut reasons, extra) = enc.finish_with(vec![terms::or(disjuncts)], extra);
+        let witness_cells: Vec<(Term, Vec<Term>)> = (0..n_disj)
+            .map(|i| {
+                let start = n_disj + i * arity;
+                (
+                    extra[i].clone(),
+                    extra
+                        .get(start..start + arity)
+                        .map(|x| x.to_vec())
+                        .unwrap_or_default(),
+                )
+            })
+            .collect();
+        if unrelated {
+            reasons.push(
+                "a flat and a per-dimension index of the array that could not be related".into(),
+            );
+        }
+        let same_value = match (xa.mode, xb.mode, &xa.value, &xb.value) {
+            (AccessMode::Write, AccessMode::Write, Some(Term::Int(x)), Some(Term::Int(y)))
+                if x == y =>
+            {
+                Some(*x)
+            }
+            _ => None,
+        };
+        queries.push(q);
+        meta.items.push(Item::Race {
+            array: array_name(xa.array),
+            a: Side {
+                span: xa.span,
+                mode: xa.mode,
+            },
+            b: Side {
+                span: xb.span,
+                mode: xb.mode,
+            },
+            reasons,
+            cells: witness_cells,
+            same_value,
+        });
+    }
+
+    // Divergence.
+    for s in &p.syncs {
+        if let Some((q, reasons)) = divergence::divergence_query(&enc, s) {
+            queries.push(q);
+            meta.items.push(Item::Divergence {
+                span: s.span,
+                barrier: barrier_name(s.kind),
+                cause: s.cause.clone(),
+                reasons,
+            });
+        }
+    }
+    KernelPlan {
+        kernel: kernel.name.clone(),
+        queries,
+        meta: Arc::new(meta),
+    }
+}
+
+fn thread_text(t: &ThreadWitness, with_block: bool) -> String {
+    let [x, y, z] = t.thread_idx;
+    if with_block {
+        let [bx, by, bz] = t.block_idx;
+        format!("thread ({x},{y},{z}) of block ({bx},{by},{bz})")
+    } else {
+        format!("thread ({x},{y},{z})")
+    }
+}
+
+fn verb(mode: AccessMode) -> &'static str {
+    match mode {
+        AccessMode::Read => "reads",
+        AccessMode::Write => "writes",
+        AccessMode::Atomic => "atomically updates",
+    }
+}
+
+fn cell_text(array: &str, w: &Witness) -> String {
+    let mut s = array.to_string();
+    for c in &w.cell {
+        s.push_str(&format!("[{c}]"));
+    }
+    s
+}
+
+fn confidence(reasons: &[String], may_sync: &Option<String>) -> (Confidence, String) {
+    let mut why: Vec<String> = reasons.to_vec();
+    if let Some(n) = may_sync {
+        why.push(n.clone());
+    }
+    if why.is_empty() {
+        (
+            Confidence::Definite,
+            "the witness depends on no unknown value".into(),
+        )
+    } else {
+        (
+            Confidence::Possible,
+            format!("the witness depends on {}", why.join("; ")),
+        )
+    }
+}
+
+fn race_finding(
+    kernel: &str,
+    item: &Item,
+    model: &BTreeMap<String, i64>,
+    may_sync: &Option<String>,
+) -> Option<Finding> {
+    let Item::Race {
+        array,
+        a,
+        b,
+        reasons,
+        cells,
+        same_value,
+    } = item
+    else {
+        return None;
+    };
+    let mut w = witness::extract(model, 0);
+    let chosen = cells
+        .iter()
+        .find(|(d, _)| witness::eval_bool(d, model) == Some(true))
+        .or(cells.first());
+    w.cell = chosen
+        .map(|(_, c)| {
+            c.iter()
+                .map(|t| witness::eval_int(t, model).unwrap_or(0))
+                .collect()
+        })
+        .unwrap_or_default();
+    let cross = w.thread_a.block_idx != w.thread_b.block_idx;
+    let cell = cell_text(array, &w);
+    let ta = thread_text(&w.thread_a, cross);
+    let tb = thread_text(&w.thread_b, cross);
+    let mut message = format!(
+        "data race on `{array}`: {ta} {} {cell} while {tb} {} {cell}",
+        verb(a.mode),
+        verb(b.mode)
+    );
+    if cross {
+        message.push_str("; the threads are in different blocks, which no __syncthreads() orders");
+    } else {
+        message.push_str(" in the same barrier interval");
+    }
+    if let Some(v) = same_value {
+        message.push_str(&format!(
+            " (both store the same value {v}; still a race in the CUDA memory model)"
+        ));
+    }
+    let (confidence, confidence_reason) = confidence(reasons, may_sync);
+    Some(Finding {
+        kind: FindingKind::DataRace,
+        array: Some(array.clone()),
+        confidence,
+        confidence_reason,
+        kernel: kernel.to_string(),
+        span: a.span,
+        message,
+        related: vec![Related {
+            span: b.span,
+            message: format!("{tb} {} {cell} here", verb(b.mode)),
+        }],
+        witness: w,
+        same_value_write: same_value.is_some(),
+    })
+}
+
+fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) -> Option<Finding> {
+    let Item::Divergence {
+        span,
+        barrier,
+        cause,
+        reasons,
+    } = item
+    else {
+        return None;
+    };
+    let mut w = witness::extract(model, 0);
+    w.cell.clear();
+    let ta = thread_text(&w.thread_a, false);
+    let tb = thread_text(&w.thread_b, false);
+    let message = format!(
+        "barrier divergence: {ta} reaches this {barrier} but {tb} of the same block does not"
+    );
+    let related = match cause {
+        Some((s, m)) => Related {
+            span: *s,
+            message: m.clone(),
+        },
+        None => Related {
+            span: *span,
+            message: "the path to this barrier depends on the thread".into(),
+        },
+    };
+    let (confidence, confidence_reason) = confidence(reasons, &None);
+    Some(Finding {
+        kind: FindingKind::BarrierDivergence,
+        array: None,
+        confidence,
+        confidence_reason,
+        kernel: kernel.to_string(),
+        span: *span,
+        message,
+        related: vec![related],
+        witness: w,
+        same_value_write: false,
+    })
+}
+
+fn describe_item(item: &Item) -> String {
+    match item {
+        Item::Race { array, .. } => format!("a pair of accesses to `{array}`"),
+        Item::Divergence { barrier, .. } => format!("the divergence of a {barrier}"),
+    }
+}
+
+/// Turn the answers (one per query, in order) into the kernel's report.
+pub fn finish_kernel(plan: &KernelPlan, answers: Vec<Answer>, time_ms: f64) -> KernelReport {
+    let meta = &plan.meta;
+    let mut report = KernelReport {
+        name: plan.kernel.clone(),
+        span: meta.span,
+        name_span: meta.name_span,
+        verdict: Verdict::RaceFree,
+        reason: None,
+        findings: Vec::new(),
+        assumed_launch: meta.assumed_launch.clone(),
+        time_ms,
+        queries: plan.queries.len(),
+    };
+    if let Some(why) = &meta.unsupported {
+        report.verdict = Verdict::Unsupported;
+        report.reason = Some(why.clone());
+        return report;
+    }
+    let mut unknowns: Vec<String> = Vec::new();
+    for (i, item) in meta.items.iter().enumerate() {
+        match answers.get(i) {
+            Some(Answer::Sat(model)) => {
+                let f = match item {
+                    Item::Race { .. } => {
+                        race_finding(&plan.kernel, item, model, &meta.may_sync_note)
+                    }
+                    Item::Divergence { .. } => divergence_finding(&plan.kernel, item, model),
+                };
+                report.findings.extend(f);
+            }
+            Some(Answer::Unsat) => {}
+            Some(Answer::Unknown(r)) => unknowns.push(format!(
+                "the solver could not decide {} ({r})",
+                describe_item(item)
+            )),
+            None => unknowns.push(format!("no answer for {}", describe_item(item))),
+        }
+    }
+    let races = report
+        .findings
+        .iter()
+        .any(|f| f.kind == FindingKind::DataRace);
+    let divergent = report
+        .findings
+        .iter()
+        .any(|f| f.kind == FindingKind::BarrierDivergence);
+    let mut notes = meta.unknown_notes.clone();
+    if let Some(n) = &meta.may_sync_note {
+        notes.push(n.clone());
+    }
+    notes.extend(unknowns.iter().cloned());
+    report.verdict = if races {
+        Verdict::Racy
+    } else if divergent {
+        Verdict::Divergent
+    } else if !unknowns.is_empty() || !meta.unknown_notes.is_empty() || meta.may_sync_note.is_some()
+    {
+        Verdict::Unknown
+    } else {
+        Verdict::RaceFree
+    };
+    if !notes.is_empty() {
+        report.reason = Some(notes.join("; "));
+    }
+    report
+}
+
+/// Plan, solve every query with `solve`, and report.
+pub fn check_kernel(
+    file: &FileIr,
+    kernel: &Kernel,
+    opts: &CheckOptions,
+    solve: &mut dyn FnMut(&Query) -> Answer,
+) -> KernelReport {
+    let t0 = std::time::Instant::now();
+    let plan = plan_kernel(file, kernel, opts);
+    let answers: Vec<Answer> = plan.queries.iter().map(&mut *solve).collect();
+    finish_kernel(&plan, answers, t0.elapsed().as_secs_f64() * 1000.0)
+}
+
+#[cfg(test)]
+mod tests;

@@ -5,6 +5,11 @@
 //! thread, caches answers by [`Query::key`], and the Z3 work happens on solver threads that each
 //! own their Z3 context (z3 0.22 contexts are thread-local).
 
+mod encode;
+mod pool;
+mod solve;
 pub mod term;
 
+pub use pool::{CancelToken, SolverPool, GRACE};
+pub use solve::solve;
 pub use term::*;

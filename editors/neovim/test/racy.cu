@@ -1,0 +1,31 @@
+// Fixture for the Neovim end-to-end test (editors/neovim/test/e2e.lua).
+// Markers as in tests/fixtures: `// RACE` ends a line holding a racy access, `// DIVERGENT` a line
+// holding a divergent barrier; the test reads its expected lines from them.
+// expect: reduce=racy partial_barrier=divergent
+
+// A shared-memory tree reduction that lost the barrier inside its loop: in iteration s, thread tid
+// reads sdata[tid + s], which thread tid + s wrote in an earlier iteration — with nothing ordering
+// the two. The fix is a __syncthreads() at the end of the loop body (outside the if).
+__global__ void reduce(const float *in, float *out) {
+    __shared__ float sdata[256];
+    unsigned int tid = threadIdx.x;
+    sdata[tid] = in[blockIdx.x * blockDim.x + tid];
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) {
+            sdata[tid] += sdata[tid + s]; // RACE
+        }
+    }
+    if (tid == 0) {
+        out[blockIdx.x] = sdata[0];
+    }
+}
+
+// A barrier only the first half of the block reaches.
+__global__ void partial_barrier(float *data) {
+    __shared__ float tile[256];
+    if (threadIdx.x < 128) {
+        tile[threadIdx.x] = data[threadIdx.x];
+        __syncthreads(); // DIVERGENT
+    }
+}

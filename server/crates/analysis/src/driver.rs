@@ -1,0 +1,494 @@
+//! File → [`FileReport`]: reading with limits, the front end, and per kernel planning, solving
+//! (on a [`SolverPool`], under a time budget) and finishing. A panic while analysing one kernel
+//! makes that kernel `unsupported` ("internal error: …"); the other kernels go on.
+
+use crate::report::FileReport;
+use cudarace_check::{finish_kernel, plan_kernel, CheckOptions};
+use cudarace_ir::{FileIr, Kernel, KernelReport, SourceFile, Verdict};
+use cudarace_solver::{Answer, CancelToken, Query, SolverPool};
+use cudarace_syntax::{lower_source, FrontendOptions};
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Resource bounds of the driver itself (the solver's per-query bounds are in
+/// [`CheckOptions::limits`]).
+#[derive(Clone, Debug)]
+pub struct Budget {
+    /// Wall-clock time for all solver queries of one kernel; queries still unanswered then are
+    /// cancelled and answered `unknown` (so the kernel's verdict becomes `unknown`, never clean).
+    pub kernel_time: Duration,
+    /// Files larger than this are not read.
+    pub max_file_bytes: u64,
+}
+
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+pub const DEFAULT_KERNEL_TIME: Duration = Duration::from_secs(60);
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            kernel_time: DEFAULT_KERNEL_TIME,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub frontend: FrontendOptions,
+    pub check: CheckOptions,
+    /// Analyse only the kernel(s) with this name.
+    pub kernel: Option<String>,
+    pub budget: Budget,
+}
+
+/// Analyses `text` (the content of `path`, if it has one; `path` is used for `#include` lookup
+/// and in reports).
+pub fn analyze_source(
+    path: Option<&Path>,
+    text: &str,
+    opts: &Options,
+    pool: &SolverPool,
+) -> FileReport {
+    let ir = match guarded(|| lower_source(path, text, &opts.frontend)) {
+        Ok(ir) => ir,
+        Err(message) => {
+            return FileReport {
+                path: path.map(Path::to_path_buf),
+                files: vec![SourceFile {
+                    path: path.map(Path::to_path_buf),
+                    text: Arc::from(text),
+                }],
+                error: Some(format!("internal error in the front end: {message}")),
+                ..FileReport::default()
+            };
+        }
+    };
+    let kernels = analyze_ir(&ir, opts, pool);
+    FileReport {
+        path: path.map(Path::to_path_buf),
+        files: ir.files,
+        kernels,
+        syntax_errors: ir.syntax_errors,
+        error: None,
+    }
+}
+
+/// Checks the kernels of a lowered file (those selected by [`Options::kernel`]), in file order.
+pub fn analyze_ir(ir: &FileIr, opts: &Options, pool: &SolverPool) -> Vec<KernelReport> {
+    ir.kernels
+        .iter()
+        .filter(|k| opts.kernel.as_ref().is_none_or(|name| &k.name == name))
+        .map(|k| analyze_kernel(ir, k, opts, pool))
+        .collect()
+}
+
+/// Plans, solves and finishes one kernel; never panics.
+pub fn analyze_kernel(
+    ir: &FileIr,
+    kernel: &Kernel,
+    opts: &Options,
+    pool: &SolverPool,
+) -> KernelReport {
+    let started = Instant::now();
+    let elapsed_ms = || started.elapsed().as_secs_f64() * 1000.0;
+    let _span = tracing::debug_span!("kernel", name = %kernel.name).entered();
+    let plan = match guarded(|| plan_kernel(ir, kernel, &opts.check)) {
+        Ok(plan) => plan,
+        Err(message) => return internal_error(kernel, message, elapsed_ms(), 0),
+    };
+    let queries = plan.queries.len();
+    tracing::debug!(queries, "planned");
+    let deadline = started + opts.budget.kernel_time;
+    let answers = solve_before(&plan.queries, opts, pool, deadline);
+    match guarded(|| finish_kernel(&plan, answers, elapsed_ms())) {
+        Ok(report) => {
+            tracing::debug!(
+                verdict = report.verdict.as_str(),
+                time_ms = report.time_ms,
+                "finished"
+            );
+            report
+        }
+        Err(message) => internal_error(kernel, message, elapsed_ms(), queries),
+    }
+}
+
+/// Runs `f`, turning a panic into its message.
+fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panic_message(&*payload))
+}
+
+/// Submits every query to the pool and collects the answers in order, waiting no longer than
+/// `deadline`; the queries not answered by then are cancelled and answered `unknown`.
+fn solve_before(
+    queries: &[Query],
+    opts: &Options,
+    pool: &SolverPool,
+    deadline: Instant,
+) -> Vec<Answer> {
+    let cancel = CancelToken::new();
+    let receivers: Vec<_> = queries
+        .iter()
+        .map(|q| pool.submit(q.clone(), opts.check.limits, cancel.clone()))
+        .collect();
+    let mut answers = Vec::with_capacity(receivers.len());
+    for rx in receivers {
+        if cancel.is_cancelled() {
+            answers.push(out_of_budget(opts));
+            continue;
+        }
+        let answer = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(answer) => answer,
+            Err(RecvTimeoutError::Timeout) => {
+                tracing::warn!("the kernel's time budget ran out");
+                cancel.cancel();
+                out_of_budget(opts)
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                Answer::Unknown("solver error: the solver thread gave no answer".to_string())
+            }
+        };
+        answers.push(answer);
+    }
+    answers
+}
+
+fn out_of_budget(opts: &Options) -> Answer {
+    Answer::Unknown(format!(
+        "timeout: the kernel's time budget ({} ms) ran out",
+        opts.budget.kernel_time.as_millis()
+    ))
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
+fn internal_error(kernel: &Kernel, message: String, time_ms: f64, queries: usize) -> KernelReport {
+    tracing::error!(kernel = %kernel.name, "internal error: {message}");
+    KernelReport {
+        name: kernel.name.clone(),
+        span: kernel.span,
+        name_span: kernel.name_span,
+        verdict: Verdict::Unsupported,
+        reason: Some(format!("internal error: {message}")),
+        findings: Vec::new(),
+        assumed_launch: String::new(),
+        time_ms,
+        queries,
+    }
+}
+
+/// Reads and analyses a file. Unreadable, too large and binary files give a report with `error`.
+pub fn analyze_path(path: &Path, opts: &Options, pool: &SolverPool) -> FileReport {
+    match read_source(path, opts.budget.max_file_bytes) {
+        Ok(text) => analyze_source(Some(path), &text, opts, pool),
+        Err(error) => FileReport {
+            path: Some(path.to_path_buf()),
+            error: Some(error),
+            ..FileReport::default()
+        },
+    }
+}
+
+/// Reads a source file as text. Invalid UTF-8 in a few places (e.g. a Latin-1 comment) is
+/// replaced; a file with NUL bytes or mostly invalid UTF-8 is taken to be binary.
+pub fn read_source(path: &Path, max_bytes: u64) -> Result<String, String> {
+    use std::io::Read;
+    let too_large = |len: u64| {
+        format!(
+            "file too large ({len} bytes, limit {})",
+            human_size(max_bytes)
+        )
+    };
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read file: {e}"))?;
+    if meta.is_dir() {
+        return Err("is a directory".to_string());
+    }
+    // Devices and pipes (e.g. /dev/zero) have no meaningful size and may never end.
+    if !meta.is_file() {
+        return Err("not a regular file".to_string());
+    }
+    if meta.len() > max_bytes {
+        return Err(too_large(meta.len()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read file: {e}"))?;
+    let mut bytes = Vec::new();
+    // Bounded even if the file grows between the two calls.
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read file: {e}"))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_large(bytes.len() as u64));
+    }
+    decode_text(&bytes)
+}
+
+/// Bytes → text, or why they are not text.
+pub fn decode_text(bytes: &[u8]) -> Result<String, String> {
+    if bytes.contains(&0) {
+        return Err("binary file (contains NUL bytes), not CUDA source".to_string());
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Ok(s.to_string()),
+        Err(_) => {
+            let text = String::from_utf8_lossy(bytes);
+            let replaced = text
+                .chars()
+                .filter(|&c| c == char::REPLACEMENT_CHARACTER)
+                .count();
+            // A few stray bytes (Latin-1 comments) are fine; data where more than one character
+            // in 20 is invalid is not source.
+            if replaced > 4 && replaced * 20 > text.chars().count() {
+                Err(format!(
+                    "binary file ({replaced} invalid UTF-8 sequences), not CUDA source"
+                ))
+            } else {
+                tracing::warn!(replaced, "invalid UTF-8 replaced");
+                Ok(text.into_owned())
+            }
+        }
+    }
+}
+
+fn human_size(bytes: u64) -> String {
+    if bytes.is_multiple_of(1024 * 1024) {
+        format!("{} MiB", bytes / (1024 * 1024))
+    } else if bytes.is_multiple_of(1024) {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// Expands the command-line paths: a file is taken as is (whatever its extension), a folder
+/// gives every `.cu` and `.cuh` file below it (hidden folders skipped, symbolic links to folders
+/// not followed), sorted. Files are listed once even if named twice. A path that does not exist
+/// or a folder that cannot be read is an error.
+pub fn collect_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path)
+            .map_err(|e| format!("{}: {}", path.display(), io_error_text(&e)))?;
+        if meta.is_dir() {
+            let mut found = Vec::new();
+            walk(path, &mut found)?;
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(path.clone());
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|p| seen.insert(p.clone()));
+    Ok(out)
+}
+
+fn io_error_text(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
+        _ => e.to_string(),
+    }
+}
+
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("{}: {}", dir.display(), io_error_text(&e)))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("{}: {}", dir.display(), io_error_text(&e)))?;
+        let path = entry.path();
+        let file_type = entry
+            .file_type()
+            .map_err(|e| format!("{}: {}", path.display(), io_error_text(&e)))?;
+        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        if file_type.is_dir() {
+            if !hidden {
+                walk(&path, found)?;
+            }
+        } else if is_cuda_file(&path) && (file_type.is_file() || path.is_file()) {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn is_cuda_file(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("cu" | "cuh")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudarace_solver::{Sort, Term};
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("cudarace-driver-{}-{}", name, std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn kernel(name: &str) -> Kernel {
+        Kernel {
+            name: name.to_string(),
+            span: Default::default(),
+            name_span: Default::default(),
+            params: vec![],
+            arrays: vec![],
+            locals: vec![],
+            unknowns: vec![],
+            body: vec![],
+            launch_bounds: None,
+            annotated_launch: Default::default(),
+            unsupported: None,
+        }
+    }
+
+    #[test]
+    fn a_panic_becomes_an_unsupported_kernel() {
+        let message = guarded(|| -> u32 { panic!("index out of bounds: {}", 7) }).unwrap_err();
+        assert_eq!(message, "index out of bounds: 7");
+        assert_eq!(
+            guarded(|| -> u32 { std::panic::panic_any(5u8) }).unwrap_err(),
+            "a panic without a message"
+        );
+        assert_eq!(guarded(|| 3).unwrap(), 3);
+        let report = internal_error(&kernel("k"), message, 1.0, 2);
+        assert_eq!(report.verdict, Verdict::Unsupported);
+        assert_eq!(
+            report.reason.as_deref(),
+            Some("internal error: index out of bounds: 7")
+        );
+    }
+
+    fn query(x: i64) -> Query {
+        let mut q = Query::default();
+        q.vars.insert("x".into(), Sort::Int);
+        q.assertions.push(Term::eq(Term::var("x"), Term::Int(x)));
+        q.report.push("x".into());
+        q
+    }
+
+    #[test]
+    fn answers_keep_their_order_within_the_budget() {
+        let pool = SolverPool::new(2);
+        let queries: Vec<Query> = (0..6).map(query).collect();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let answers = solve_before(&queries, &Options::default(), &pool, deadline);
+        for (i, a) in answers.iter().enumerate() {
+            assert_eq!(a, &Answer::Sat([("x".to_string(), i as i64)].into()));
+        }
+    }
+
+    #[test]
+    fn queries_past_the_budget_are_unknown() {
+        let pool = SolverPool::new(1);
+        let queries: Vec<Query> = (0..50).map(query).collect();
+        let answers = solve_before(&queries, &Options::default(), &pool, Instant::now());
+        assert_eq!(answers.len(), 50);
+        match answers.last() {
+            Some(Answer::Unknown(reason)) => assert!(reason.contains("time budget"), "{reason}"),
+            other => panic!("expected unknown, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unreadable_and_binary_files_are_reported_not_analysed() {
+        let pool = SolverPool::new(1);
+        let dir = temp_dir("files");
+        let bin = dir.join("blob.cu");
+        std::fs::write(&bin, b"\x7fELF\0\0\x01").unwrap();
+        let r = analyze_path(&bin, &Options::default(), &pool);
+        assert!(
+            r.error.as_deref().unwrap().contains("binary file"),
+            "{:?}",
+            r.error
+        );
+        assert!(r.kernels.is_empty());
+        let r = analyze_path(&dir.join("missing.cu"), &Options::default(), &pool);
+        assert!(
+            r.error.as_deref().unwrap().starts_with("cannot read file"),
+            "{:?}",
+            r.error
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn binary_and_text_detection() {
+        assert!(decode_text(b"int x;\0\0").unwrap_err().contains("NUL"));
+        // One Latin-1 byte in a comment is tolerated.
+        let mut latin = b"// caf\xe9\n__global__ void k() {}\n".to_vec();
+        assert!(decode_text(&latin).unwrap().contains("__global__"));
+        latin.extend(std::iter::repeat_n(0xffu8, 100));
+        assert!(decode_text(&latin).unwrap_err().contains("binary"));
+        assert_eq!(decode_text(b"").unwrap(), "");
+    }
+
+    #[test]
+    fn file_limits() {
+        let dir = temp_dir("limits");
+        let big = dir.join("big.cu");
+        std::fs::write(&big, vec![b' '; 2048]).unwrap();
+        let err = read_source(&big, 1024).unwrap_err();
+        assert_eq!(err, "file too large (2048 bytes, limit 1 KiB)");
+        assert!(read_source(&big, 4096).is_ok());
+        assert!(read_source(&dir.join("missing.cu"), 4096)
+            .unwrap_err()
+            .starts_with("cannot read"));
+        assert_eq!(human_size(DEFAULT_MAX_FILE_BYTES), "4 MiB");
+        assert_eq!(read_source(&dir, 4096).unwrap_err(), "is a directory");
+        if Path::new("/dev/zero").exists() {
+            assert_eq!(
+                read_source(Path::new("/dev/zero"), 4096).unwrap_err(),
+                "not a regular file"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn collecting_paths() {
+        let dir = temp_dir("collect");
+        std::fs::create_dir_all(dir.join("b/sub")).unwrap();
+        std::fs::create_dir_all(dir.join(".hidden")).unwrap();
+        for f in [
+            "b/sub/z.cu",
+            "b/a.cuh",
+            "a.cu",
+            "notes.txt",
+            ".hidden/h.cu",
+            "c.cpp",
+        ] {
+            std::fs::write(dir.join(f), "").unwrap();
+        }
+        let got = collect_paths(std::slice::from_ref(&dir)).unwrap();
+        let rel: Vec<String> = got
+            .iter()
+            .map(|p| p.strip_prefix(&dir).unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(rel, ["a.cu", "b/a.cuh", "b/sub/z.cu"]);
+        // An explicit file is taken whatever its extension, and only once.
+        let txt = dir.join("notes.txt");
+        let got = collect_paths(&[txt.clone(), txt.clone()]).unwrap();
+        assert_eq!(got, vec![txt]);
+        let err = collect_paths(&[dir.join("nope")]).unwrap_err();
+        assert!(err.contains("no such file or directory"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

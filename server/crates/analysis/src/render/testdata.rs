@@ -1,0 +1,168 @@
+//! Hand-made reports for the renderer tests (the pipeline is not involved).
+
+use crate::report::FileReport;
+use cudarace_ir::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub const KERNEL_TEXT: &str = "\
+// expect: racy
+__global__ void reduce(float *out, int n) {
+    __shared__ float s[64];
+    int tid = threadIdx.x;
+    s[tid] = out[tid];
+    s[tid + 1] = 0.0f; // é
+    if (tid < n) {
+        __syncthreads();
+    }
+}
+
+__global__ void copy(float *out, const float *in) {
+    out[threadIdx.x] = in[threadIdx.x];
+}
+";
+
+/// The span of the `nth` (0-based) occurrence of `needle` in `text`.
+pub fn span_of(text: &str, needle: &str, nth: usize) -> Span {
+    let start = text
+        .match_indices(needle)
+        .nth(nth)
+        .map(|(i, _)| i)
+        .unwrap_or_else(|| panic!("{needle:?} not in test text"));
+    Span::new(FileId(0), start, start + needle.len())
+}
+
+fn thread(tid: i64, loop_vars: &[(&str, i64)]) -> ThreadWitness {
+    ThreadWitness {
+        thread_idx: [tid, 0, 0],
+        block_idx: [0, 0, 0],
+        loop_vars: loop_vars.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+    }
+}
+
+/// One file with a racy and divergent kernel and a race-free one.
+pub fn racy_file() -> FileReport {
+    let t = KERNEL_TEXT;
+    let race = Finding {
+        kind: FindingKind::DataRace,
+        array: Some("s".into()),
+        confidence: Confidence::Definite,
+        confidence_reason: "the witness depends on no value read from memory".into(),
+        kernel: "reduce".into(),
+        span: span_of(t, "s[tid + 1]", 0),
+        message: "data race on `s`: a write by one thread and a write by another".into(),
+        related: vec![Related {
+            span: span_of(t, "s[tid]", 0),
+            message: "the other write".into(),
+        }],
+        witness: Witness {
+            thread_a: thread(0, &[("k", 2)]),
+            thread_b: thread(1, &[]),
+            cell: vec![1],
+            params: BTreeMap::from([("n".to_string(), 5)]),
+            block_dim: [64, 1, 1],
+            grid_dim: [1, 1, 1],
+        },
+        same_value_write: false,
+    };
+    let divergence = Finding {
+        kind: FindingKind::BarrierDivergence,
+        array: None,
+        confidence: Confidence::Possible,
+        confidence_reason: "the condition depends on the parameter `n` only through the launch"
+            .into(),
+        kernel: "reduce".into(),
+        span: span_of(t, "__syncthreads()", 0),
+        message: "barrier divergence: `__syncthreads()` is reached by some threads of a block only"
+            .into(),
+        related: vec![Related {
+            span: span_of(t, "tid < n", 0),
+            message: "this condition depends on threadIdx".into(),
+        }],
+        witness: Witness {
+            thread_a: thread(4, &[]),
+            thread_b: thread(5, &[]),
+            cell: vec![],
+            params: BTreeMap::from([("n".to_string(), 5)]),
+            block_dim: [64, 1, 1],
+            grid_dim: [1, 1, 1],
+        },
+        same_value_write: false,
+    };
+    let reduce_start = t.find("__global__ void reduce").unwrap();
+    let copy_start = t.find("__global__ void copy").unwrap();
+    FileReport {
+        path: Some("kernels/reduce.cu".into()),
+        files: vec![SourceFile {
+            path: Some("kernels/reduce.cu".into()),
+            text: Arc::from(t),
+        }],
+        kernels: vec![
+            KernelReport {
+                name: "reduce".into(),
+                span: Span::new(FileId(0), reduce_start, copy_start - 2),
+                name_span: span_of(t, "reduce", 0),
+                verdict: Verdict::Racy,
+                reason: None,
+                findings: vec![race, divergence],
+                assumed_launch: "blockDim=(1..1024,1,1) gridDim=(symbolic,1,1)".into(),
+                time_ms: 12.5,
+                queries: 7,
+            },
+            KernelReport {
+                name: "copy".into(),
+                span: Span::new(FileId(0), copy_start, t.len() - 1),
+                name_span: span_of(t, "copy", 0),
+                verdict: Verdict::RaceFree,
+                reason: None,
+                findings: vec![],
+                assumed_launch: "blockDim=(1..1024,1,1) gridDim=(symbolic,1,1)".into(),
+                time_ms: 3.25,
+                queries: 2,
+            },
+        ],
+        syntax_errors: vec![],
+        error: None,
+    }
+}
+
+/// A file whose only kernel could not be decided, with a syntax error.
+pub fn unknown_file() -> FileReport {
+    let t = "__global__ void k(int *a) {\n    a[0] = f(;\n}\n";
+    FileReport {
+        path: Some("kernels/unknown.cu".into()),
+        files: vec![SourceFile {
+            path: Some("kernels/unknown.cu".into()),
+            text: Arc::from(t),
+        }],
+        kernels: vec![KernelReport {
+            name: "k".into(),
+            span: Span::new(FileId(0), 0, t.len() - 1),
+            name_span: span_of(t, "k", 0),
+            verdict: Verdict::Unknown,
+            reason: Some("a solver query timed out (2000 ms)".into()),
+            findings: vec![],
+            assumed_launch: "blockDim=(1..1024,1,1) gridDim=(symbolic,1,1)".into(),
+            time_ms: 2001.0,
+            queries: 1,
+        }],
+        syntax_errors: vec![SyntaxError {
+            span: span_of(t, "(;", 0),
+            message: "syntax error".into(),
+        }],
+        error: None,
+    }
+}
+
+/// A file that could not be read.
+pub fn error_file() -> FileReport {
+    FileReport {
+        path: Some("kernels/blob.cu".into()),
+        error: Some("binary file (contains NUL bytes)".into()),
+        ..FileReport::default()
+    }
+}
+
+pub fn all() -> Vec<FileReport> {
+    vec![racy_file(), unknown_file(), error_file()]
+}

@@ -1,0 +1,69 @@
+//! The driver over the real front end, checker and solver: what it keeps from the input, kernel
+//! selection, and reports for text that is not (all) valid CUDA.
+
+use cudarace_analysis::ir::Verdict;
+use cudarace_analysis::{analyze_source, Options, SolverPool};
+use std::path::Path;
+
+const TWO_KERNELS: &str = "\
+__global__ void shift(int *out) {
+    __shared__ int s[64];
+    int t = threadIdx.x;
+    s[t] = t;
+    out[blockIdx.x] = s[(t + 1) % 64];
+}
+
+__global__ void alone(int *out) {
+    __shared__ int s[64];
+    s[threadIdx.x % 64] = 1;
+}
+";
+
+#[test]
+fn reports_keep_the_input_and_the_kernel_order() {
+    let pool = SolverPool::new(1);
+    let r = analyze_source(
+        Some(Path::new("k.cu")),
+        TWO_KERNELS,
+        &Options::default(),
+        &pool,
+    );
+    assert!(r.error.is_none());
+    assert_eq!(r.path.as_deref(), Some(Path::new("k.cu")));
+    assert_eq!(&*r.files[0].text, TWO_KERNELS);
+    let names: Vec<&str> = r.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["shift", "alone"]);
+    // `shift` reads a neighbour's cell without a barrier.
+    assert_eq!(r.kernels[0].verdict, Verdict::Racy);
+    assert!(r.kernels.iter().all(|k| k.time_ms >= 0.0));
+}
+
+#[test]
+fn kernel_option_selects_by_name() {
+    let pool = SolverPool::new(1);
+    let opts = Options {
+        kernel: Some("alone".to_string()),
+        ..Options::default()
+    };
+    let r = analyze_source(None, TWO_KERNELS, &opts, &pool);
+    let names: Vec<&str> = r.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["alone"]);
+    let opts = Options {
+        kernel: Some("nothing".to_string()),
+        ..Options::default()
+    };
+    assert!(analyze_source(None, TWO_KERNELS, &opts, &pool)
+        .kernels
+        .is_empty());
+}
+
+#[test]
+fn text_that_is_not_cuda_gives_syntax_errors_not_a_failure() {
+    let pool = SolverPool::new(1);
+    let r = analyze_source(None, "this is )( not { CUDA", &Options::default(), &pool);
+    assert!(r.error.is_none());
+    assert!(r.kernels.is_empty());
+    assert!(!r.syntax_errors.is_empty());
+    let r = analyze_source(None, "", &Options::default(), &pool);
+    assert!(r.error.is_none() && r.kernels.is_empty());
+}

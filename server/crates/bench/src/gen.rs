@@ -1,0 +1,213 @@
+//! Generated CUDA sources: the five race-free scaling families (after Faial, CAV'21 §6 Claim 2)
+//! and the large editor file for the LSP measurements.
+
+/// The scaling families, each parameterised by how often its pattern is repeated / nested.
+pub const FAMILIES: [(&str, fn(usize) -> String); 5] = [
+    ("read/write pairs", accesses),
+    ("write + barrier", barriers),
+    ("tid conditionals", conditionals),
+    ("nested loops, no barrier", unsynchronized_loops),
+    ("nested loops + barrier", synchronized_loops),
+];
+
+/// `n` read/write pairs: `rd[tid + r*T]; wr[tid + i*T]` with `T = blockDim.x`. A thread only
+/// meets itself on a cell, so the kernel is race-free.
+pub fn accesses(n: usize) -> String {
+    let mut s = String::from(
+        "__global__ void accesses(int *out) {\n    extern __shared__ int s[];\n    int tid = threadIdx.x;\n    int T = blockDim.x;\n    int acc = 0;\n",
+    );
+    for i in 1..=n {
+        let r = (i * 7) % 53 + 1;
+        s += &format!("    acc += s[tid + {r} * T];\n    s[tid + {i} * T] = acc;\n");
+    }
+    s += "}\n";
+    s
+}
+
+/// `n` times: every thread writes its own cell, then a barrier.
+pub fn barriers(n: usize) -> String {
+    let mut s = String::from(
+        "__global__ void barriers(int *out) {\n    extern __shared__ int s[];\n    int tid = threadIdx.x;\n",
+    );
+    for i in 1..=n {
+        s += &format!("    s[tid] = {i};\n    __syncthreads();\n");
+    }
+    s += "}\n";
+    s
+}
+
+/// `n` thread-id conditionals: `if (tid == i) wr[tid]`.
+pub fn conditionals(n: usize) -> String {
+    let mut s = String::from(
+        "__global__ void conditionals(int *out) {\n    extern __shared__ int s[];\n    int tid = threadIdx.x;\n",
+    );
+    for i in 0..n {
+        s += &format!("    if (tid == {i}) s[tid] = {i};\n");
+    }
+    s += "}\n";
+    s
+}
+
+/// `n` nested loops with a uniform bound `N`, each writing `s[tid]`, no barrier.
+pub fn unsynchronized_loops(n: usize) -> String {
+    nested_loops("unsync_loops", n, false)
+}
+
+/// `n` nested loops, each writing `s[tid]` and then synchronizing.
+pub fn synchronized_loops(n: usize) -> String {
+    nested_loops("sync_loops", n, true)
+}
+
+fn nested_loops(name: &str, n: usize, sync: bool) -> String {
+    let mut s = format!(
+        "__global__ void {name}(int *out, int N) {{\n    extern __shared__ int s[];\n    int tid = threadIdx.x;\n"
+    );
+    for i in 1..=n {
+        let pad = "    ".repeat(i);
+        s += &format!("{pad}for (int i{i} = 0; i{i} < N; i{i}++) {{\n{pad}    s[tid] = i{i};\n");
+        if sync {
+            s += &format!("{pad}    __syncthreads();\n");
+        }
+    }
+    for i in (1..=n).rev() {
+        s += &format!("{}}}\n", "    ".repeat(i));
+    }
+    s += "}\n";
+    s
+}
+
+/// Lines per kernel section of the editor file.
+pub const SECTION_LINES: usize = 60;
+
+/// Kernel templates for the editor file; `{K}` is replaced by the kernel's number. Each has a
+/// line `float scale = 0.5f;` whose digit the edits change.
+const TEMPLATES: [&str; 5] = [
+    "__global__ void reduce_{K}(const float *in, float *out, int n) {
+    __shared__ float sdata[256];
+    float scale = 0.5f;
+    unsigned tid = threadIdx.x;
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    sdata[tid] = (i < n) ? in[i] * scale : 0.0f;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s)
+            sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0)
+        out[blockIdx.x] = sdata[0];
+}
+",
+    "__global__ void stencil_{K}(const float *in, float *out, int n) {
+    __shared__ float temp[128 + 6];
+    float scale = 0.5f;
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    int l = threadIdx.x + 3;
+    temp[l] = (g < n) ? in[g] : 0.0f;
+    if (threadIdx.x < 3) {
+        temp[l - 3] = (g >= 3) ? in[g - 3] : 0.0f;
+        temp[l + 128] = (g + 128 < n) ? in[g + 128] : 0.0f;
+    }
+    __syncthreads();
+    float r = 0.0f;
+    for (int o = -3; o <= 3; o++)
+        r += temp[l + o];
+    if (g < n)
+        out[g] = r * scale;
+}
+",
+    "__global__ void saxpy_{K}(int n, float a, const float *x, float *y) {
+    float scale = 0.5f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        y[i] = a * x[i] + y[i] * scale;
+}
+",
+    "__global__ void transpose_{K}(float *odata, const float *idata, int width, int height) {
+    __shared__ float tile[32][33];
+    float scale = 0.5f;
+    int x = blockIdx.x * 32 + threadIdx.x;
+    int y = blockIdx.y * 32 + threadIdx.y;
+    for (int j = 0; j < 32; j += 8)
+        if (x < width && y + j < height)
+            tile[threadIdx.y + j][threadIdx.x] = idata[(y + j) * width + x] * scale;
+    __syncthreads();
+    x = blockIdx.y * 32 + threadIdx.x;
+    y = blockIdx.x * 32 + threadIdx.y;
+    for (int j = 0; j < 32; j += 8)
+        if (x < height && y + j < width)
+            odata[(y + j) * height + x] = tile[threadIdx.x][threadIdx.y + j];
+}
+",
+    "__global__ void histogram_{K}(const unsigned char *data, unsigned *hist, int n) {
+    __shared__ unsigned local[256];
+    float scale = 0.5f;
+    for (int b = threadIdx.x; b < 256; b += blockDim.x)
+        local[b] = 0;
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        atomicAdd(&local[data[i]], 1u);
+    __syncthreads();
+    for (int b = threadIdx.x; b < 256; b += blockDim.x)
+        atomicAdd(&hist[b], local[b] * (unsigned)scale);
+}
+",
+];
+
+/// The editor file: `kernels` sections of [`SECTION_LINES`] lines (a comment block, a kernel
+/// from the templates, padding), and for each kernel the (line, column) of the digit of its
+/// `0.5f` literal, 0-based, for the one-character edits.
+pub fn editor_file(kernels: usize) -> (String, Vec<(usize, usize)>) {
+    let mut lines: Vec<String> = Vec::new();
+    let mut digits = Vec::new();
+    for k in 0..kernels {
+        let start = lines.len();
+        lines.push(format!(
+            "// ---- section {k} ----------------------------------------------"
+        ));
+        for c in 0..6 {
+            lines.push(format!(
+                "// Notes for kernel {k}, line {c}: generated for the editor benchmark."
+            ));
+        }
+        let body = TEMPLATES[k % TEMPLATES.len()].replace("{K}", &k.to_string());
+        for l in body.lines() {
+            if let Some(col) = l.find("0.5f") {
+                digits.push((lines.len(), col + 2));
+            }
+            lines.push(l.to_string());
+        }
+        while lines.len() < start + SECTION_LINES {
+            lines.push(format!(
+                "// padding line {} of section {k}",
+                lines.len() - start
+            ));
+        }
+    }
+    let mut text = lines.join("\n");
+    text.push('\n');
+    (text, digits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn editor_file_has_the_requested_shape() {
+        let (text, digits) = editor_file(50);
+        assert_eq!(text.lines().count(), 50 * SECTION_LINES);
+        assert_eq!(digits.len(), 50);
+        for (line, col) in digits {
+            assert_eq!(text.lines().nth(line).unwrap().as_bytes()[col], b'5');
+        }
+    }
+
+    #[test]
+    fn families_grow_with_the_size() {
+        for (_, family) in FAMILIES {
+            assert!(family(10).lines().count() > family(1).lines().count());
+        }
+        assert_eq!(synchronized_loops(3).matches("__syncthreads").count(), 3);
+        assert_eq!(unsynchronized_loops(3).matches("for (").count(), 3);
+    }
+}

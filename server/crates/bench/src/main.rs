@@ -1,0 +1,420 @@
+//! `cargo run --release -p cudarace-bench [-- --reps N] [-- --sections abc]`
+//!
+//! Prints markdown tables (pasted into BENCHMARKS.md):
+//! (a) per-kernel analysis time over the fixtures, the examples and the realistic kernels of
+//!     `server/crates/bench/kernels/`;
+//! (b) scaling of five generated race-free families with their size;
+//! (c) editor latency and (d) server memory, driving `cudarace lsp` over stdio.
+
+mod gen;
+mod lsp;
+mod mem;
+mod stats;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use cudarace_analysis::{analyze_path, analyze_source, collect_paths, Options};
+use cudarace_ir::Verdict;
+use cudarace_solver::SolverPool;
+
+use stats::Samples;
+
+#[global_allocator]
+static ALLOC: mem::Counting = mem::Counting;
+
+const SIZES: [usize; 6] = [1, 10, 20, 30, 40, 50];
+
+struct Args {
+    reps: usize,
+    sections: String,
+    workers: usize,
+    lsp_kernels: usize,
+    lsp_edits: usize,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut a = Args {
+        reps: 3,
+        sections: "abcd".into(),
+        workers,
+        lsp_kernels: 50,
+        lsp_edits: 100,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().ok_or(format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--reps" => a.reps = value()?.parse().map_err(|e| format!("--reps: {e}"))?,
+            "--sections" => a.sections = value()?,
+            "--workers" => a.workers = value()?.parse().map_err(|e| format!("--workers: {e}"))?,
+            "--lsp-edits" => {
+                a.lsp_edits = value()?.parse().map_err(|e| format!("--lsp-edits: {e}"))?
+            }
+            "-h" | "--help" => {
+                println!(
+                    "bench [--reps N (3)] [--sections abcd] [--workers N (cores)] [--lsp-edits N (100)]"
+                );
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    a.reps = a.reps.max(1);
+    a.workers = a.workers.max(1);
+    Ok(a)
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let root = repo_root();
+    print_machine(&args);
+    let pool = SolverPool::new(args.workers);
+    let opts = Options::default();
+    if args.sections.contains('a') {
+        section_a(&root, &args, &opts, &pool);
+    }
+    if args.sections.contains('b') {
+        section_b(&args, &opts, &pool);
+    }
+    if args.sections.contains('c') || args.sections.contains('d') {
+        section_cd(&args);
+    }
+}
+
+/// The workspace root: two levels above this crate's manifest directory.
+fn repo_root() -> PathBuf {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .nth(3)
+        .map(Path::to_path_buf)
+        .unwrap_or(here)
+}
+
+fn print_machine(args: &Args) {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem_gb = mem::status_kb_meminfo().map_or(0.0, |kb| kb as f64 / 1024.0 / 1024.0);
+    println!("# cudarace benchmark\n");
+    println!(
+        "Machine: {cpu}, {cores} cores, {mem_gb:.0} GiB RAM. Z3 {}. Solver workers: {}. \
+         Repetitions: {} (times are medians over them).\n",
+        z3_version(),
+        args.workers,
+        args.reps
+    );
+}
+
+fn z3_version() -> String {
+    z3::full_version().to_string()
+}
+
+fn fmt_ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+struct KernelRun {
+    corpus: &'static str,
+    file: String,
+    kernel: String,
+    times: Samples,
+    queries: usize,
+    verdict: Verdict,
+}
+
+/// (a) every kernel of every file, `reps` times.
+fn section_a(root: &Path, args: &Args, opts: &Options, pool: &SolverPool) {
+    let corpora: [(&'static str, PathBuf); 3] = [
+        ("tests/fixtures", root.join("tests/fixtures")),
+        ("examples", root.join("examples")),
+        ("bench kernels", root.join("server/crates/bench/kernels")),
+    ];
+    let mut runs: Vec<KernelRun> = Vec::new();
+    for (corpus, dir) in &corpora {
+        let files = match collect_paths(std::slice::from_ref(dir)) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("bench: {}: {e}", dir.display());
+                continue;
+            }
+        };
+        for file in files
+            .iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "cu"))
+        {
+            let rel = file
+                .strip_prefix(root)
+                .unwrap_or(file)
+                .display()
+                .to_string();
+            let mut per_kernel: BTreeMap<usize, KernelRun> = BTreeMap::new();
+            for _ in 0..args.reps {
+                let report = analyze_path(file, opts, pool);
+                for (i, k) in report.kernels.iter().enumerate() {
+                    let run = per_kernel.entry(i).or_insert_with(|| KernelRun {
+                        corpus,
+                        file: rel.clone(),
+                        kernel: k.name.clone(),
+                        times: Samples::default(),
+                        queries: k.queries,
+                        verdict: k.verdict,
+                    });
+                    run.times.push(k.time_ms);
+                }
+            }
+            runs.extend(per_kernel.into_values());
+        }
+    }
+
+    println!("## (a) Per-kernel analysis time\n");
+    println!(
+        "Time of one kernel = median over the repetitions of the driver's per-kernel time \
+         (plan + solve + finish; parsing the file is not included). Queries = solver queries \
+         the kernel issued.\n"
+    );
+    println!("| corpus | kernels | median ms | p95 ms | max ms | queries/kernel median | max | verdicts |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---|");
+    for (corpus, _) in &corpora {
+        let rs: Vec<&KernelRun> = runs.iter().filter(|r| r.corpus == *corpus).collect();
+        print_row(corpus, &rs);
+    }
+    print_row("all", &runs.iter().collect::<Vec<_>>());
+
+    println!("\nRealistic kernels (`server/crates/bench/kernels/`):\n");
+    println!("| file | kernel | median ms | max ms | queries | verdict |");
+    println!("|---|---|---:|---:|---:|---|");
+    for r in runs.iter().filter(|r| r.corpus == "bench kernels") {
+        println!(
+            "| {} | {} | {} | {} | {} | {} |",
+            r.file.rsplit('/').next().unwrap_or(&r.file),
+            r.kernel,
+            fmt_ms(r.times.median()),
+            fmt_ms(r.times.max()),
+            r.queries,
+            r.verdict.as_str()
+        );
+    }
+    let mut slow: Vec<&KernelRun> = runs.iter().collect();
+    slow.sort_by(|a, b| b.times.median().total_cmp(&a.times.median()));
+    println!("\nSlowest 10 kernels overall:\n");
+    println!("| file | kernel | median ms | queries | verdict |");
+    println!("|---|---|---:|---:|---|");
+    for r in slow.iter().take(10) {
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            r.file,
+            r.kernel,
+            fmt_ms(r.times.median()),
+            r.queries,
+            r.verdict.as_str()
+        );
+    }
+    println!();
+}
+
+fn print_row(name: &str, rs: &[&KernelRun]) {
+    let mut t = Samples::default();
+    let mut q = Samples::default();
+    let mut verdicts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in rs {
+        t.push(r.times.median());
+        q.push(r.queries as f64);
+        *verdicts.entry(r.verdict.as_str()).or_default() += 1;
+    }
+    let verdicts: Vec<String> = verdicts.iter().map(|(v, n)| format!("{n} {v}")).collect();
+    println!(
+        "| {name} | {} | {} | {} | {} | {:.0} | {:.0} | {} |",
+        rs.len(),
+        fmt_ms(t.median()),
+        fmt_ms(t.percentile(95.0)),
+        fmt_ms(t.max()),
+        q.median(),
+        q.max(),
+        verdicts.join(", ")
+    );
+}
+
+/// (b) the scaling families.
+fn section_b(args: &Args, opts: &Options, pool: &SolverPool) {
+    println!("## (b) Scaling with kernel size\n");
+    println!(
+        "Five generated race-free families (after Faial, CAV'21 §6, Fig. 7); size = how often \
+         the pattern is repeated (or nested). Time = median wall-clock ms of the whole file \
+         analysis (parse + check). Memory = peak growth during one analysis: process RSS (covers \
+         Z3's heap) / Rust heap (counting allocator). Verdict of the size-50 kernel.\n"
+    );
+    let mut header = String::from("| family |");
+    let mut rule = String::from("|---|");
+    for s in SIZES {
+        header += &format!(" n={s} ms |");
+        rule += "---:|";
+    }
+    header += " t(50)/t(10) | queries n=50 | peak RSS n=50 | heap n=50 | verdict n=50 |";
+    rule += "---:|---:|---:|---:|---|";
+    println!("{header}\n{rule}");
+    let mut memory_rows = Vec::new();
+    for (name, family) in gen::FAMILIES {
+        let mut row = format!("| {name} |");
+        let mut t10 = None;
+        let mut t50 = None;
+        let mut last = (0usize, None, 0usize, String::new());
+        let mut mem_row = format!("| {name} |");
+        for size in SIZES {
+            let text = family(size);
+            let mut times = Samples::default();
+            let mut rss = 0u64;
+            let mut heap = 0usize;
+            let mut queries = 0usize;
+            let mut verdict = String::new();
+            for _ in 0..args.reps {
+                let window = mem::Window::start();
+                let started = Instant::now();
+                let report = analyze_source(None, &text, opts, pool);
+                times.push(started.elapsed().as_secs_f64() * 1000.0);
+                rss = rss.max(window.rss_peak_growth_kb().unwrap_or(0));
+                heap = heap.max(window.heap_peak());
+                queries = report.kernels.iter().map(|k| k.queries).sum();
+                verdict = report
+                    .kernels
+                    .iter()
+                    .map(|k| k.verdict.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                if report.kernels.is_empty() {
+                    verdict = format!("no kernel ({})", report.error.unwrap_or_default());
+                }
+            }
+            let t = times.median();
+            eprintln!("bench: {name} n={size}: {} ms, {queries} queries, {verdict}", fmt_ms(t));
+            if size == 10 {
+                t10 = Some(t);
+            }
+            if size == 50 {
+                t50 = Some(t);
+            }
+            row += &format!(" {} |", fmt_ms(t));
+            mem_row += &format!(
+                " {:.1} / {:.2} |",
+                rss as f64 / 1024.0,
+                heap as f64 / 1048576.0
+            );
+            last = (queries, Some(rss), heap, verdict);
+        }
+        let ratio = match (t10, t50) {
+            (Some(a), Some(b)) if a > 0.0 => format!("{:.2}", b / a),
+            _ => "-".into(),
+        };
+        println!(
+            "{row} {ratio} | {} | {:.1} MiB | {:.2} MiB | {} |",
+            last.0,
+            last.1.unwrap_or(0) as f64 / 1024.0,
+            last.2 as f64 / 1048576.0,
+            last.3
+        );
+        memory_rows.push(mem_row);
+    }
+    println!("\nPeak memory growth per size, MiB (process RSS / Rust heap):\n");
+    let mut header = String::from("| family |");
+    let mut rule = String::from("|---|");
+    for s in SIZES {
+        header += &format!(" n={s} |");
+        rule += "---:|";
+    }
+    println!("{header}\n{rule}");
+    for r in memory_rows {
+        println!("{r}");
+    }
+    println!();
+}
+
+/// (c) editor latency and (d) server memory.
+fn section_cd(args: &Args) {
+    println!("## (c) Editor latency and (d) server memory\n");
+    let exe_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    let binary = std::env::var_os("CUDARACE_BIN")
+        .map(PathBuf::from)
+        .or_else(|| exe_dir.map(|d| d.join("cudarace")))
+        .filter(|p| p.exists());
+    let Some(binary) = binary else {
+        println!(
+            "not measured yet: no `cudarace` binary next to `bench` (build it with \
+             `cargo build --release -p cudarace`, or set CUDARACE_BIN).\n"
+        );
+        return;
+    };
+    match lsp::measure(&binary, args.lsp_kernels, args.lsp_edits) {
+        Err(e) => println!("not measured: {e}\n"),
+        Ok(r) => {
+            println!(
+                "`{} lsp` over stdio: open a generated file of {} lines with {} kernels, wait \
+                 until its check is complete (`cudarace/stats` with `wait`), then {} \
+                 one-character edits (a digit of a float literal, kernel i mod {}), each waited \
+                 for before the next.\n",
+                binary.display(),
+                r.lines,
+                r.kernels,
+                r.edit_ms.len(),
+                r.kernels
+            );
+            println!("| measurement | median ms | p95 ms | max ms |");
+            println!("|---|---:|---:|---:|");
+            println!("| open → check complete | {} | | |", fmt_ms(r.open_ms));
+            if let Some(p) = r.open_first_publish_ms {
+                println!("| open → first diagnostics | {} | | |", fmt_ms(p));
+            }
+            println!(
+                "| edit → check complete | {} | {} | {} |",
+                fmt_ms(r.edit_ms.median()),
+                fmt_ms(r.edit_ms.percentile(95.0)),
+                fmt_ms(r.edit_ms.max())
+            );
+            if !r.edit_first_publish_ms.is_empty() {
+                println!(
+                    "| edit → diagnostics published | {} | {} | {} |",
+                    fmt_ms(r.edit_first_publish_ms.median()),
+                    fmt_ms(r.edit_first_publish_ms.percentile(95.0)),
+                    fmt_ms(r.edit_first_publish_ms.max())
+                );
+            }
+            let mb =
+                |kb: Option<u64>| kb.map_or("-".into(), |k| format!("{:.1}", k as f64 / 1024.0));
+            println!("\n| server memory | MiB |\n|---|---:|");
+            println!("| RSS after initialize | {} |", mb(r.rss_before_open_kb));
+            println!("| RSS after open + check | {} |", mb(r.rss_after_open_kb));
+            println!(
+                "| RSS after {} edits | {} |",
+                r.edit_ms.len(),
+                mb(r.rss_after_edits_kb)
+            );
+            println!("| peak RSS (VmHWM) | {} |", mb(r.peak_rss_kb));
+            println!(
+                "\nServer statistics after the last edit: `{}`\n",
+                r.last_stats
+            );
+        }
+    }
+}

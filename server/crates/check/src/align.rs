@@ -1,0 +1,393 @@
+//! Barrier aligning (Faial, CAV'21 §4.1), computed as segment summaries.
+//!
+//! A protocol fragment is summarized by its barrier-free segments:
+//! - `through`: paths from its start to its end that cross no barrier;
+//! - `start`: from its start to its first barrier; `end`: from its last barrier to its end;
+//! - `phases`: complete barrier intervals inside it.
+//!
+//! Sequencing joins `end × start` into phases. A synchronized loop `for x { p; sync; u }` yields
+//! the first iteration's start, the in-iteration phases (iteration variable shared by both
+//! threads), the wrap-around phase `end(x) ∪ start(next(x))` (iteration x's last interval with
+//! x+1's first: exactly what aligning moves into the loop), and the last iteration's end. Loops
+//! without a barrier (in the scope at hand) are unsynchronized: their block-uniform values become
+//! per-thread, each thread taking its own iteration.
+
+use crate::protocol::{fresh_id, LoopNode, Node, Protocol, SyncKind};
+use crate::terms::*;
+use cudarace_solver::Term;
+
+/// One execution of an access, with its terms after loop substitutions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inst {
+    /// Index into [`Protocol::accs`].
+    pub acc: usize,
+    pub index: Vec<Term>,
+    pub guard: Term,
+}
+
+/// A barrier-free stretch: accesses plus conditions of the path it lies on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Seg {
+    pub insts: Vec<Inst>,
+    pub conds: Vec<Term>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub through: Vec<Seg>,
+    pub start: Vec<Seg>,
+    pub end: Vec<Seg>,
+    pub phases: Vec<Seg>,
+}
+
+/// Beyond this many alternative segments, alternatives are merged (sound: more pairs, fewer
+/// path conditions) to keep the product of uniform branches with barriers bounded.
+const MAX_ALTERNATIVES: usize = 24;
+
+impl Seg {
+    fn join(&self, other: &Seg) -> Seg {
+        let mut insts = self.insts.clone();
+        insts.extend(other.insts.iter().cloned());
+        let mut conds = self.conds.clone();
+        conds.extend(other.conds.iter().cloned());
+        Seg { insts, conds }
+    }
+
+    fn map(&self, f: &mut dyn FnMut(&Term) -> Term) -> Seg {
+        Seg {
+            insts: self
+                .insts
+                .iter()
+                .map(|i| Inst {
+                    acc: i.acc,
+                    index: i.index.iter().map(&mut *f).collect(),
+                    guard: f(&i.guard),
+                })
+                .collect(),
+            conds: self.conds.iter().map(&mut *f).collect(),
+        }
+    }
+
+    fn with_cond(mut self, c: &Term) -> Seg {
+        if *c != tru() {
+            self.conds.push(c.clone());
+        }
+        self
+    }
+}
+
+fn product(a: &[Seg], b: &[Seg]) -> Vec<Seg> {
+    let mut out = Vec::new();
+    for x in a {
+        for y in b {
+            out.push(x.join(y));
+        }
+    }
+    cap(out)
+}
+
+fn cap(mut segs: Vec<Seg>) -> Vec<Seg> {
+    segs.dedup();
+    if segs.len() <= MAX_ALTERNATIVES {
+        return segs;
+    }
+    let mut merged = Seg::default();
+    for s in segs {
+        for i in s.insts {
+            if !merged.insts.contains(&i) {
+                merged.insts.push(i);
+            }
+        }
+    }
+    vec![merged]
+}
+
+fn map_all(segs: &[Seg], f: &mut dyn FnMut(&Term) -> Term) -> Vec<Seg> {
+    segs.iter().map(|s| s.map(f)).collect()
+}
+
+fn concat(mut a: Vec<Seg>, b: Vec<Seg>) -> Vec<Seg> {
+    a.extend(b);
+    cap(a)
+}
+
+impl Summary {
+    fn unit() -> Summary {
+        Summary {
+            through: vec![Seg::default()],
+            ..Summary::default()
+        }
+    }
+
+    fn seq(self, b: Summary) -> Summary {
+        Summary {
+            through: product(&self.through, &b.through),
+            start: concat(self.start.clone(), product(&self.through, &b.start)),
+            end: concat(b.end.clone(), product(&self.end, &b.through)),
+            phases: {
+                let mut p = self.phases;
+                p.extend(b.phases);
+                p.extend(product(&self.end, &b.start));
+                p
+            },
+        }
+    }
+
+    /// Every barrier interval of a whole kernel (its start and end act as barriers).
+    pub fn intervals(self) -> Vec<Seg> {
+        let mut all = self.phases;
+        all.extend(self.start);
+        all.extend(self.end);
+        all.extend(self.through);
+        all
+    }
+}
+
+/// Which barrier kinds order the pair of threads being considered.
+pub type Counts<'a> = &'a dyn Fn(SyncKind) -> bool;
+
+pub fn contains_sync(p: &Protocol, nodes: &[Node], counts: Counts) -> bool {
+    nodes.iter().any(|n| match n {
+        Node::Sync(i) => p.syncs.get(*i).is_some_and(|s| counts(s.kind)),
+        Node::Acc(_) | Node::MaybeSync(_) => false,
+        Node::Branch {
+            then_branch,
+            else_branch,
+            ..
+        } => contains_sync(p, then_branch, counts) || contains_sync(p, else_branch, counts),
+        Node::Loop(l) => contains_sync(p, &l.body, counts),
+    })
+}
+
+/// Make the block-uniform values created inside an unsynchronized loop per-thread.
+fn dealign(range: (u32, u32)) -> impl FnMut(&Term) -> Term {
+    move |t: &Term| {
+        map_vars(t, &mut |v| {
+            let rest = v.strip_prefix('%')?;
+            let id = fresh_id(rest)?;
+            (id >= range.0 && id < range.1).then(|| Term::Var(format!("${rest}")))
+        })
+    }
+}
+
+/// All access executions of a barrier-free fragment.
+fn collect(p: &Protocol, nodes: &[Node], out: &mut Vec<Inst>) {
+    for n in nodes {
+        match n {
+            Node::Acc(i) => {
+                if let Some(a) = p.accs.get(*i) {
+                    out.push(Inst {
+                        acc: *i,
+                        index: a.index.clone(),
+                        guard: a.guard.clone(),
+                    });
+                }
+            }
+            Node::Sync(_) | Node::MaybeSync(_) => {}
+            Node::Branch {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                collect(p, then_branch, out);
+                collect(p, else_branch, out);
+            }
+            Node::Loop(l) => {
+                let mut inner = Vec::new();
+                collect(p, &l.body, &mut inner);
+                let mut f = dealign(l.fresh_range);
+                out.extend(inner.into_iter().map(|i| Inst {
+                    acc: i.acc,
+                    index: i.index.iter().map(&mut f).collect(),
+                    guard: f(&i.guard),
+                }));
+            }
+        }
+    }
+}
+
+pub fn summarize(p: &Protocol, nodes: &[Node], counts: Counts) -> Summary {
+    let mut acc = Summary::unit();
+    let mut pending = Vec::new();
+    for n in nodes {
+        if !contains_sync(p, std::slice::from_ref(n), counts) {
+            collect(p, std::slice::from_ref(n), &mut pending);
+            continue;
+        }
+        if !pending.is_empty() {
+            let s = Summary {
+                through: vec![Seg {
+                    insts: std::mem::take(&mut pending),
+                    conds: vec![],
+                }],
+                ..Summary::default()
+            };
+            acc = acc.seq(s);
+        }
+        acc = acc.seq(summarize_node(p, n, counts));
+    }
+    if !pending.is_empty() {
+        let s = Summary {
+            through: vec![Seg {
+                insts: pending,
+                conds: vec![],
+            }],
+            ..Summary::default()
+        };
+        acc = acc.seq(s);
+    }
+    acc
+}
+
+fn summarize_node(p: &Protocol, n: &Node, counts: Counts) -> Summary {
+    match n {
+        Node::Sync(_) => Summary {
+            start: vec![Seg::default()],
+            end: vec![Seg::default()],
+            ..Summary::default()
+        },
+        Node::Branch {
+            cond,
+            then_branch,
+            else_branch,
+        } => {
+            let t = summarize(p, then_branch, counts);
+            let e = summarize(p, else_branch, counts);
+            let nc = not(cond.clone());
+            let add = |segs: Vec<Seg>, c: &Term| -> Vec<Seg> {
+                segs.into_iter().map(|s| s.with_cond(c)).collect()
+            };
+            Summary {
+                through: concat(add(t.through, cond), add(e.through, &nc)),
+                start: concat(add(t.start, cond), add(e.start, &nc)),
+                end: concat(add(t.end, cond), add(e.end, &nc)),
+                phases: {
+                    let mut ph = add(t.phases, cond);
+                    ph.extend(add(e.phases, &nc));
+                    ph
+                },
+            }
+        }
+        Node::Loop(l) => summarize_loop(p, l, counts),
+        Node::Acc(_) | Node::MaybeSync(_) => {
+            let mut insts = Vec::new();
+            collect(p, std::slice::from_ref(n), &mut insts);
+            Summary {
+                through: vec![Seg {
+                    insts,
+                    conds: vec![],
+                }],
+                ..Summary::default()
+            }
+        }
+    }
+}
+
+fn summarize_loop(p: &Protocol, l: &LoopNode, counts: Counts) -> Summary {
+    let b = summarize(p, &l.body, counts);
+    let first = |t: &Term| subst(t, &l.first);
+    let next = |t: &Term| subst(t, &l.next);
+    let zero_trip = if l.do_while {
+        vec![]
+    } else {
+        vec![Seg {
+            insts: vec![],
+            conds: vec![not(l.enter.clone())],
+        }]
+    };
+    let no_insts = |segs: &[Seg]| segs.iter().all(|s| s.insts.is_empty());
+    if !b.through.is_empty() && no_insts(&b.through) && (no_insts(&b.end) || no_insts(&b.start)) {
+        // Some iterations may cross no barrier but access nothing either (e.g. an inner
+        // synchronized loop that may run zero times). Such an iteration is the same for every
+        // thread of the block, so threads stay aligned; only "the next iteration" becomes "some
+        // later iteration", which the wrap-around below does not rely on when one side is empty.
+        let wrap: Vec<Seg> = if no_insts(&b.end) {
+            b.start.clone()
+        } else {
+            b.end.clone()
+        };
+        let mut phases = b.phases;
+        phases.extend(wrap.into_iter().map(|s| Seg {
+            insts: s.insts,
+            conds: vec![],
+        }));
+        let mut through = zero_trip;
+        through.push(Seg::default());
+        return Summary {
+            through,
+            start: b.start,
+            end: b.end,
+            phases,
+        };
+    }
+    if !b.through.is_empty() {
+        // Some iterations cross no barrier: a barrier interval can span several iterations, in
+        // which threads are not aligned. Fall back to per-thread iterations for everything that
+        // is not a complete in-iteration phase (sound over-approximation).
+        let mut f = dealign(l.fresh_range);
+        let merge = |lists: &[&Vec<Seg>], f: &mut dyn FnMut(&Term) -> Term| -> Seg {
+            let mut s = Seg::default();
+            for list in lists {
+                for seg in list.iter() {
+                    s.insts.extend(seg.map(f).insts);
+                }
+            }
+            s
+        };
+        let through = merge(&[&b.through], &mut f);
+        let start = merge(&[&b.through, &b.start], &mut f);
+        let end = merge(&[&b.end, &b.through], &mut f);
+        let wrap = merge(&[&b.end, &b.through, &b.start], &mut f);
+        let mut phases = b.phases;
+        phases.push(wrap);
+        let mut thr = zero_trip;
+        thr.push(through);
+        return Summary {
+            through: thr,
+            start: vec![start],
+            end: vec![end],
+            phases,
+        };
+    }
+    let start: Vec<Seg> = map_all(&b.start, &mut |t| first(t))
+        .into_iter()
+        .map(|s| s.with_cond(&l.enter))
+        .collect();
+    let end: Vec<Seg> = b
+        .end
+        .iter()
+        .cloned()
+        .map(|s| s.with_cond(&l.exit))
+        .collect();
+    // The wrap-around interval: iteration x's last interval with x+1's first. When one side has
+    // no access, the other side at an arbitrary iteration is the same set of pairs (and the
+    // queries stay free of next-iteration terms).
+    let wrap = if no_insts(&b.end) {
+        b.start
+            .iter()
+            .map(|s| Seg {
+                insts: s.insts.clone(),
+                conds: vec![],
+            })
+            .collect()
+    } else if no_insts(&b.start) {
+        b.end
+            .iter()
+            .map(|s| Seg {
+                insts: s.insts.clone(),
+                conds: vec![],
+            })
+            .collect()
+    } else {
+        let next_start = map_all(&b.start, &mut |t| next(t));
+        product(&b.end, &next_start)
+    };
+    let mut phases = b.phases;
+    phases.extend(wrap);
+    Summary {
+        through: zero_trip,
+        start,
+        end,
+        phases,
+    }
+}

@@ -1,0 +1,615 @@
+//! From protocol terms to solver queries.
+//!
+//! Two distinct symbolic threads A and B. Per-thread values (`$x`) become `A.x` / `B.x`;
+//! block-uniform values (`%x`) are shared (`x`) when both threads are in one block and per-thread
+//! across blocks; grid values stay as they are. Names created during symbolic execution (`@n`)
+//! are renamed to per-query ordinals (`A.loop.i`, `A.loop.i#2`, `unknown`) in order of first
+//! appearance, so that a question unchanged by an edit elsewhere has the same [`Query::key`].
+
+use crate::launch::{DimSpec, Launch};
+use crate::protocol::{base_name, Protocol};
+use crate::split::Meeting;
+use crate::terms::*;
+use cudarace_ir::{Expr, Kernel};
+use cudarace_solver::{Query, Sort, Term};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+const DIMS: [&str; 3] = ["x", "y", "z"];
+
+/// Which two threads a question is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Two threads of one block; `warp`: `Some(true)` same warp, `Some(false)` different warps,
+    /// `None` when the kernel has no `__syncwarp` (warps do not matter).
+    SameBlock { warp: Option<bool> },
+    /// Two threads of different blocks (global memory only).
+    CrossBlock,
+}
+
+pub struct Encoder<'a> {
+    pub p: &'a Protocol,
+    pub kernel: &'a Kernel,
+    pub launch: &'a Launch,
+}
+
+pub fn rename(scope: Scope, thread: char, t: &Term) -> Term {
+    map_vars(t, &mut |v| {
+        if let Some(rest) = v.strip_prefix('$') {
+            return Some(Term::Var(format!("{thread}.{rest}")));
+        }
+        if let Some(rest) = v.strip_prefix('%') {
+            return Some(Term::Var(match scope {
+                Scope::SameBlock { .. } if !rest.starts_with("bid.") => rest.to_string(),
+                _ => format!("{thread}.{rest}"),
+            }));
+        }
+        None
+    })
+}
+
+fn v(name: String) -> Term {
+    Term::Var(name)
+}
+
+impl<'a> Encoder<'a> {
+    fn dim_term(&self, block: bool, d: usize) -> Term {
+        let spec = if block {
+            &self.launch.block[d]
+        } else {
+            &self.launch.grid[d]
+        };
+        match spec {
+            DimSpec::Fixed(n) => int(*n as i64),
+            _ => v(format!(
+                "{}.{}",
+                if block { "blockDim" } else { "gridDim" },
+                DIMS[d]
+            )),
+        }
+    }
+
+    fn linear_tid(&self, t: char) -> Term {
+        let bx = self.dim_term(true, 0);
+        let by = self.dim_term(true, 1);
+        // A dimension of size 1 has index 0: keep the term linear then.
+        let idx = |d: usize| match self.launch.block[d] {
+            DimSpec::Fixed(1) => int(0),
+            _ => v(format!("{t}.tid.{}", DIMS[d])),
+        };
+        add(
+            add(idx(0), mul(idx(1), bx.clone())),
+            mul(idx(2), mul(bx, by)),
+        )
+    }
+
+    pub fn scope_constraints(&self, scope: Scope) -> Vec<Term> {
+        let tid_differ = or(DIMS
+            .iter()
+            .map(|d| not(eq(v(format!("A.tid.{d}")), v(format!("B.tid.{d}")))))
+            .collect());
+        match scope {
+            Scope::SameBlock { warp } => {
+                let mut out: Vec<Term> = DIMS
+                    .iter()
+                    .map(|d| eq(v(format!("A.bid.{d}")), v(format!("B.bid.{d}"))))
+                    .collect();
+                out.push(tid_differ);
+                if let Some(same) = warp {
+                    let wa = div(self.linear_tid('A'), int(32));
+                    let wb = div(self.linear_tid('B'), int(32));
+                    out.push(if same { eq(wa, wb) } else { not(eq(wa, wb)) });
+                }
+                out
+            }
+            Scope::CrossBlock => {
+                vec![or(DIMS
+                    .iter()
+                    .map(|d| not(eq(v(format!("A.bid.{d}")), v(format!("B.bid.{d}")))))
+                    .collect())]
+            }
+        }
+    }
+
+    /// The symbolic size of one array dimension (constants, parameters and simple arithmetic).
+    fn dim_size(&self, e: &Expr) -> Option<Term> {
+        Some(match e {
+            Expr::Int(n) => int(*n),
+            Expr::Param(p) => {
+                let prm = self.kernel.params.get(p.0 as usize)?;
+                match prm.value {
+                    Some(val) => int(val),
+                    None => v(format!("param.{}", prm.name)),
+                }
+            }
+            Expr::Binary(op, a, b) => {
+                let (a, b) = (self.dim_size(a)?, self.dim_size(b)?);
+                match op {
+                    cudarace_ir::BinOp::Add => add(a, b),
+                    cudarace_ir::BinOp::Sub => sub(a, b),
+                    cudarace_ir::BinOp::Mul => mul(a, b),
+                    cudarace_ir::BinOp::Div => div(a, b),
+                    _ => return None,
+                }
+            }
+            Expr::Cast(_, a) => self.dim_size(a)?,
+            _ => return None,
+        })
+    }
+
+    /// The flat element offset of a multi-dimensional index, when the inner sizes are known.
+    fn flatten(&self, acc: usize, index: &[Term]) -> Option<Term> {
+        let a = self.p.accs.get(acc)?;
+        if a.flat || index.len() <= 1 {
+            return index.first().cloned().or(Some(int(0)));
+        }
+        let arr = self.kernel.arrays.get(a.array.0 as usize)?;
+        let mut off = index[0].clone();
+        for (k, idx) in index.iter().enumerate().skip(1) {
+            let size = self.dim_size(arr.dims.get(k)?.as_ref()?)?;
+            off = add(mul(off, size), idx.clone());
+        }
+        Some(off)
+    }
+
+    /// `A's index == B's index` per dimension (flat offsets when one access is flat), with the
+    /// cell as thread A's index; `None` when a flat and an indexed access cannot be related
+    /// (then the cells are left unconstrained: a sound over-approximation).
+    fn same_cell(&self, m: &Meeting, ia: &[Term], ib: &[Term]) -> Option<(Vec<Term>, Vec<Term>)> {
+        if self.p.accs.get(m.a.acc)?.flat == self.p.accs.get(m.b.acc)?.flat && ia.len() == ib.len()
+        {
+            let eqs = ia.iter().zip(ib).map(|(x, y)| same_index(x, y)).collect();
+            return Some((eqs, ia.to_vec()));
+        }
+        let fa = self.flatten(m.a.acc, ia)?;
+        let fb = self.flatten(m.b.acc, ib)?;
+        Some((vec![same_index(&fa, &fb)], vec![fa]))
+    }
+
+    /// One way the pair can race: both guards, the path conditions, the same cell (the scope's
+    /// constraints on the two threads are added by the caller, see [`Encoder::scope_constraints`]).
+    /// Returns the core and thread A's cell (one term per coordinate).
+    pub fn race_core(&self, scope: Scope, m: &Meeting, unrelated: &mut bool) -> (Term, Vec<Term>) {
+        let ra = |t: &Term| rename(scope, 'A', t);
+        let rb = |t: &Term| rename(scope, 'B', t);
+        let ia: Vec<Term> = m.a.index.iter().map(ra).collect();
+        let ib: Vec<Term> = m.b.index.iter().map(rb).collect();
+        let (ga, gb) = (ra(&m.a.guard), rb(&m.b.guard));
+        let residue_lemmas = same_residue_lemmas(&ga, &gb);
+        let mut parts = vec![ga, gb];
+        parts.extend(residue_lemmas);
+        for c in &m.conds {
+            parts.push(ra(c));
+            parts.push(rb(c));
+        }
+        let mut cell = Vec::new();
+        match self.same_cell(m, &ia, &ib) {
+            Some((eqs, c)) => {
+                parts.extend(eqs);
+                cell = c;
+            }
+            None => *unrelated = true,
+        }
+        if ia.len() == ib.len() {
+            for (x, y) in ia.iter().zip(&ib) {
+                parts.extend(xor_involution(x, y));
+                parts.extend(xor_involution(y, x));
+                parts.extend(row_lemmas(x, y));
+            }
+        }
+        (and(parts), cell)
+    }
+
+    /// `bid·blockDim + tid` identifies a thread: two equal global ids have equal block and
+    /// thread indices. Valid under the ranges of `tid`; added when the query multiplies a block
+    /// index by the block size (grid-stride loops), where Z3 otherwise needs slow nonlinear
+    /// reasoning to see it.
+    /// The same for a 2-D linear thread id `tid.y·blockDim.x + tid.x`.
+    fn global_id_lemmas(&self, main: &[Term]) -> Vec<Term> {
+        let mut out = Vec::new();
+        let mut shapes: Vec<(String, String, String)> = DIMS
+            .iter()
+            .map(|d| {
+                (
+                    format!("bid.{d}"),
+                    format!("blockDim.{d}"),
+                    format!("tid.{d}"),
+                )
+            })
+            .collect();
+        shapes.push(("tid.y".into(), "blockDim.x".into(), "tid.x".into()));
+        for (hi, size, lo) in shapes {
+            let mut found = false;
+            for t in main {
+                found |= contains_product(t, &format!("A.{hi}"), &size)
+                    || contains_product(t, &format!("B.{hi}"), &size);
+            }
+            if !found {
+                continue;
+            }
+            let id = |t: char| {
+                add(
+                    mul(v(format!("{t}.{hi}")), v(size.clone())),
+                    v(format!("{t}.{lo}")),
+                )
+            };
+            out.push(Term::implies(
+                eq(id('A'), id('B')),
+                and(vec![
+                    eq(v(format!("A.{hi}")), v(format!("B.{hi}"))),
+                    eq(v(format!("A.{lo}")), v(format!("B.{lo}"))),
+                ]),
+            ));
+        }
+        out
+    }
+
+    /// Add the ranges of every variable, canonicalize names, collect unknown-value reasons.
+    pub fn finish(&self, main: Vec<Term>) -> (Query, Vec<String>) {
+        let (q, reasons, _) = self.finish_with(main, vec![]);
+        (q, reasons)
+    }
+
+    /// [`Encoder::finish`], also renaming `extra` terms (not asserted) like the query's.
+    pub fn finish_with(
+        &self,
+        mut main: Vec<Term>,
+        extra: Vec<Term>,
+    ) -> (Query, Vec<String>, Vec<Term>) {
+        let mut order: Vec<String> = Vec::new();
+        let mut seen = HashSet::new();
+        for t in &main {
+            visit_vars(t, &mut |x| {
+                if seen.insert(x.to_string()) {
+                    order.push(x.to_string());
+                }
+            });
+        }
+        for t in ['A', 'B'] {
+            for d in DIMS {
+                for role in ["tid", "bid"] {
+                    let n = format!("{t}.{role}.{d}");
+                    if seen.insert(n.clone()) {
+                        order.push(n);
+                    }
+                }
+            }
+        }
+        let mut ranges = self.launch.constraints();
+        ranges.extend(self.global_id_lemmas(&main));
+        let mut sorts: BTreeMap<String, Sort> = BTreeMap::new();
+        let mut reasons: Vec<String> = Vec::new();
+        for d in DIMS {
+            sorts.insert(format!("blockDim.{d}"), Sort::Int);
+            sorts.insert(format!("gridDim.{d}"), Sort::Int);
+        }
+        for name in &order {
+            let (thread, rest) = match name.split_once('.') {
+                Some((t @ ("A" | "B"), rest)) => (Some(t), rest),
+                _ => (None, name.as_str()),
+            };
+            let mut sort = Sort::Int;
+            if let (Some(_), Some(d)) = (thread, rest.strip_prefix("tid.")) {
+                ranges.push(le(int(0), v(name.clone())));
+                ranges.push(lt(v(name.clone()), v(format!("blockDim.{d}"))));
+            } else if let (Some(_), Some(d)) = (thread, rest.strip_prefix("bid.")) {
+                ranges.push(le(int(0), v(name.clone())));
+                ranges.push(lt(v(name.clone()), v(format!("gridDim.{d}"))));
+            } else if let Some(info) = self.p.vars.get(base_name(rest)) {
+                sort = info.sort;
+                if let Some(lo) = info.lo {
+                    ranges.push(le(int(lo), v(name.clone())));
+                }
+                if let Some(hi) = info.hi {
+                    ranges.push(le(v(name.clone()), int(hi)));
+                }
+                if let Some(r) = &info.reason {
+                    if !reasons.contains(r) {
+                        reasons.push(r.clone());
+                    }
+                }
+            }
+            sorts.insert(name.clone(), sort);
+        }
+        // Canonical names for values created during symbolic execution.
+        let mut canon: HashMap<String, String> = HashMap::new();
+        let mut used: BTreeSet<String> =
+            sorts.keys().filter(|n| !n.contains('@')).cloned().collect();
+        for name in &order {
+            if let Some((stem, _)) = name.rsplit_once('@') {
+                let mut cand = stem.to_string();
+                let mut k = 2;
+                while used.contains(&cand) {
+                    cand = format!("{stem}#{k}");
+                    k += 1;
+                }
+                used.insert(cand.clone());
+                canon.insert(name.clone(), cand);
+            }
+        }
+        let rn = |t: &Term| map_vars(t, &mut |x| canon.get(x).map(|c| Term::Var(c.clone())));
+        let mut assertions: Vec<Term> = ranges.iter().map(rn).collect();
+        main = main.iter().map(rn).collect();
+        assertions.extend(main);
+        let vars: BTreeMap<String, Sort> = sorts
+            .into_iter()
+            .map(|(n, s)| (canon.get(&n).cloned().unwrap_or(n), s))
+            .collect();
+        let mut preferred = self.launch.preferred();
+        for (n, s) in &vars {
+            if *s == Sort::Int && n.starts_with("param.") {
+                preferred.push(le(int(-64), v(n.clone())));
+                preferred.push(le(v(n.clone()), int(64)));
+            }
+        }
+        let report: Vec<String> = vars.keys().cloned().collect();
+        let extra = extra.iter().map(rn).collect();
+        (
+            Query {
+                vars,
+                assertions,
+                preferred,
+                report,
+            },
+            reasons,
+            extra,
+        )
+    }
+}
+
+fn contains_product(t: &Term, a: &str, b: &str) -> bool {
+    let is = |x: &Term, n: &str| matches!(x, Term::Var(v) if v == n);
+    match t {
+        Term::Mul(ts)
+            if ts.len() == 2
+                && ((is(&ts[0], a) && is(&ts[1], b)) || (is(&ts[0], b) && is(&ts[1], a))) =>
+        {
+            true
+        }
+        Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => {
+            ts.iter().any(|x| contains_product(x, a, b))
+        }
+        Term::Bit { args, .. } => args.iter().any(|x| contains_product(x, a, b)),
+        Term::Sub(x, y)
+        | Term::Div(x, y)
+        | Term::Rem(x, y)
+        | Term::Mod(x, y)
+        | Term::Eq(x, y)
+        | Term::Lt(x, y)
+        | Term::Le(x, y)
+        | Term::Implies(x, y) => contains_product(x, a, b) || contains_product(y, a, b),
+        Term::Neg(x) | Term::Not(x) => contains_product(x, a, b),
+        Term::Ite(c, x, y) => {
+            contains_product(c, a, b) || contains_product(x, a, b) || contains_product(y, a, b)
+        }
+        Term::Int(_) | Term::Bool(_) | Term::Var(_) => false,
+    }
+}
+
+/// For a cell equality `x == p ^ q` (unsigned `w`-bit xor): the valid lemma
+/// `0 <= p < 2^w && x == p ^ q  ==>  p == x ^ q`. It lets Z3 relate the partner's index back to
+/// this thread's by congruence (bitonic `tid ^ j`) instead of bit-vector/integer bridging, which
+/// Z3 4.8.12 needs seconds for.
+/// When both sides are `p1 ^ q == p2 ^ q`: injectivity, `p1 == p2` (both in range).
+fn xor_involution(x: &Term, y: &Term) -> Option<Term> {
+    let Term::Bit {
+        op: cudarace_solver::BitOp::Xor,
+        width,
+        signed: false,
+        args,
+    } = y
+    else {
+        return None;
+    };
+    let [p, q] = args.as_slice() else { return None };
+    if *width > 62 {
+        return None;
+    }
+    let hi = (1i64 << *width) - 1;
+    let in_range = |t: &Term| vec![le(int(0), t.clone()), le(t.clone(), int(hi))];
+    if let Term::Bit {
+        op: cudarace_solver::BitOp::Xor,
+        width: w2,
+        signed: false,
+        args: a2,
+    } = x
+    {
+        if let [p2, q2] = a2.as_slice() {
+            if q2 == q && w2 == width {
+                let mut pre = in_range(p);
+                pre.extend(in_range(p2));
+                pre.push(eq(x.clone(), y.clone()));
+                return Some(Term::implies(and(pre), eq(p.clone(), p2.clone())));
+            }
+        }
+    }
+    let back = Term::Bit {
+        op: cudarace_solver::BitOp::Xor,
+        width: *width,
+        signed: false,
+        args: vec![x.clone(), q.clone()],
+    };
+    Some(Term::implies(
+        and(vec![
+            le(int(0), p.clone()),
+            le(p.clone(), int(hi)),
+            eq(x.clone(), y.clone()),
+        ]),
+        eq(p.clone(), back),
+    ))
+}
+
+/// `x == y` for two threads' indices. The classic shape `hi·M + lo` with `0 <= lo < M` on both
+/// sides (global id `blockIdx·blockDim + threadIdx`, 2-D linear id `threadIdx.y·blockDim.x +
+/// threadIdx.x`) is equal exactly when both parts are: written so, the equality stays linear,
+/// and Z3 answers in milliseconds instead of seconds.
+fn same_index(x: &Term, y: &Term) -> Term {
+    if let (Some((hx, mx, lx)), Some((hy, my, ly))) = (split_id(x), split_id(y)) {
+        if mx == my {
+            return and(vec![eq(hx, hy), eq(lx, ly)]);
+        }
+    }
+    eq(x.clone(), y.clone())
+}
+
+/// `hi·M + lo` where `lo` is a thread index bounded by `M` (`tid.d < blockDim.d`, and `tid.x <
+/// blockDim.x` under `tid.y·blockDim.x`).
+fn split_id(t: &Term) -> Option<(Term, Term, Term)> {
+    let Term::Add(ts) = t else { return None };
+    let [a, b] = ts.as_slice() else { return None };
+    let (prod, lo) = match (a, b) {
+        (Term::Mul(_), lo) => (a, lo),
+        (lo, Term::Mul(_)) => (b, lo),
+        _ => return None,
+    };
+    let Term::Mul(ps) = prod else { return None };
+    let [p, q] = ps.as_slice() else { return None };
+    let Term::Var(lo_name) = lo else { return None };
+    let (thread, rest) = lo_name.split_once('.')?;
+    let dim = rest.strip_prefix("tid.")?;
+    if thread != "A" && thread != "B" {
+        return None;
+    }
+    let bound = format!("blockDim.{dim}");
+    let (hi, m) = match (p, q) {
+        (Term::Var(pv), Term::Var(qv)) if *qv == bound => (p, pv.clone()),
+        (Term::Var(pv), Term::Var(qv)) if *pv == bound => (q, qv.clone()),
+        _ => return None,
+    };
+    let _ = m;
+    Some((hi.clone(), Term::Var(bound), lo.clone()))
+}
+
+/// Flatten a sum and list its products `hi·M` with a per-thread `hi` and a thread-independent
+/// `M`: each as `(hi, M, rest)` with `t == hi·M + rest`.
+fn split_rows(t: &Term) -> Vec<(Term, Term, Term)> {
+    fn flat(t: &Term, out: &mut Vec<Term>) {
+        match t {
+            Term::Add(ts) => ts.iter().for_each(|x| flat(x, out)),
+            other => out.push(other.clone()),
+        }
+    }
+    let per_thread = |x: &Term| mentions(x, &|v| v.starts_with("A.") || v.starts_with("B."));
+    let mut summands = Vec::new();
+    flat(t, &mut summands);
+    let mut out = Vec::new();
+    for (i, s) in summands.iter().enumerate() {
+        let Term::Mul(fs) = s else { continue };
+        let [p, q] = fs.as_slice() else { continue };
+        let (hi, m) = if per_thread(p) && !per_thread(q) {
+            (p.clone(), q.clone())
+        } else if per_thread(q) && !per_thread(p) {
+            (q.clone(), p.clone())
+        } else {
+            continue;
+        };
+        let rest = summands
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, s)| s.clone())
+            .reduce(add)
+            .unwrap_or(int(0));
+        out.push((hi, m, rest));
+    }
+    out
+}
+
+/// Row-major indices `hiA·M + loA` vs `hiB·M + loB` (global ids, `row·width + col`): valid
+/// lemmas that let the linear core decide most such pairs without nonlinear search:
+/// equal rows and columns when the indices are equal and both columns are in `[0, M)`, and
+/// `hiA < hiB ⇒ hiA·M + M <= hiB·M` (for `M >= 0`), and symmetrically.
+fn row_lemmas(x: &Term, y: &Term) -> Vec<Term> {
+    let mut out = Vec::new();
+    let ys = split_rows(y);
+    for (ha, ma, la) in split_rows(x) {
+        for (hb, mb, lb) in &ys {
+            // Constant widths are linear already.
+            if ma == *mb && ha != *hb && as_int(&ma).is_none() {
+                out.extend(row_lemma(
+                    x,
+                    y,
+                    (ha.clone(), ma.clone(), la.clone()),
+                    (hb.clone(), lb.clone()),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn row_lemma(
+    x: &Term,
+    y: &Term,
+    (ha, m, la): (Term, Term, Term),
+    (hb, lb): (Term, Term),
+) -> Vec<Term> {
+    let pa = mul(ha.clone(), m.clone());
+    let pb = mul(hb.clone(), m.clone());
+    let in_row = |l: &Term| vec![le(int(0), l.clone()), lt(l.clone(), m.clone())];
+    let mut pre = in_row(&la);
+    pre.extend(in_row(&lb));
+    pre.push(eq(x.clone(), y.clone()));
+    vec![
+        Term::implies(and(pre), and(vec![eq(ha.clone(), hb.clone()), eq(la, lb)])),
+        Term::implies(
+            and(vec![lt(ha.clone(), hb.clone()), le(int(0), m.clone())]),
+            le(add(pa.clone(), m.clone()), pb.clone()),
+        ),
+        Term::implies(
+            and(vec![lt(hb, ha), le(int(0), m.clone())]),
+            le(add(pb, m), pa),
+        ),
+    ]
+}
+
+/// Conjunct atoms `x mod M == c` (constant `c`) of a guard.
+fn residue_atoms(t: &Term, out: &mut Vec<(Term, Term, i64)>) {
+    match t {
+        Term::And(ts) => ts.iter().for_each(|x| residue_atoms(x, out)),
+        Term::Eq(a, b) => {
+            if let (Term::Mod(x, m), Term::Int(c)) | (Term::Int(c), Term::Mod(x, m)) = (&**a, &**b)
+            {
+                out.push(((**x).clone(), (**m).clone(), *c));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Two values with the same residue modulo `M > 0` are equal or at least `M` apart: the valid
+/// lemma that decides `tid % (2*s) == 0` tree reductions linearly (`2*s` is a linear term),
+/// where Z3 otherwise searches nonlinear models for seconds.
+fn same_residue_lemmas(ga: &Term, gb: &Term) -> Vec<Term> {
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    residue_atoms(ga, &mut xs);
+    residue_atoms(gb, &mut ys);
+    let per_thread = |x: &Term| mentions(x, &|v| v.starts_with("A.") || v.starts_with("B."));
+    let mut out = Vec::new();
+    for (xa, ma, ca) in &xs {
+        for (xb, mb, cb) in &ys {
+            if ma != mb
+                || ca != cb
+                || xa == xb
+                || per_thread(ma)
+                || as_int(ma).is_some()
+                || out.len() >= 8
+            {
+                continue;
+            }
+            let m = ma.clone();
+            out.push(Term::implies(
+                and(vec![
+                    lt(int(0), m.clone()),
+                    eq(modulo(xa.clone(), m.clone()), int(*ca)),
+                    eq(modulo(xb.clone(), m.clone()), int(*cb)),
+                ]),
+                or(vec![
+                    eq(xa.clone(), xb.clone()),
+                    le(add(xa.clone(), m.clone()), xb.clone()),
+                    le(add(xb.clone(), m.clone()), xa.clone()),
+                ]),
+            ));
+        }
+    }
+    out
+}

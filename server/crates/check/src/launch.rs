@@ -1,0 +1,275 @@
+//! The launch configuration a verdict assumes (NOTES.md "Launch configuration").
+//!
+//! Per dimension, the strongest source that fixes it wins: the CLI / editor override, the
+//! `// cudarace:` annotation, the constant `<<<grid, block>>>` launch sites of the file (when every
+//! launch of the kernel there is constant), the GPUVerify-style header. `__launch_bounds__(N)`
+//! bounds the block size. A dimension the kernel never mentions is 1. Otherwise symbolic:
+//! `1 ≤ blockDim.x·y·z ≤ 1024`, `blockDim.z ≤ 64`, `gridDim.x < 2^31`, `gridDim.y,z ≤ 65535`.
+
+use crate::terms::*;
+use cudarace_ir::{FileIr, Kernel, LaunchConfig};
+use cudarace_solver::Term;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DimSpec {
+    Fixed(u64),
+    /// One of several constant launches.
+    OneOf(Vec<u64>),
+    Symbolic,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    pub block: [DimSpec; 3],
+    pub grid: [DimSpec; 3],
+    /// Upper bound on threads per block.
+    pub max_threads: u64,
+}
+
+const DIM_NAMES: [&str; 3] = ["x", "y", "z"];
+
+fn from_config(c: &LaunchConfig, block: bool, d: usize) -> Option<DimSpec> {
+    let v = if block { c.block_dim[d] } else { c.grid_dim[d] };
+    v.map(DimSpec::Fixed)
+}
+
+pub fn resolve(
+    file: &FileIr,
+    kernel: &Kernel,
+    override_cfg: &LaunchConfig,
+    block_used: [bool; 3],
+    grid_used: [bool; 3],
+) -> Launch {
+    let sites: Vec<_> = file
+        .launch_sites
+        .iter()
+        .filter(|s| s.kernel == kernel.name)
+        .collect();
+    // Block and grid sizes are taken from the sites separately: `<<<(n + 127) / 128, 128>>>`
+    // fixes the block even though the grid is computed.
+    let all_const_block = !sites.is_empty() && sites.iter().all(|s| s.block_dim.is_some());
+    let all_const_grid = !sites.is_empty() && sites.iter().all(|s| s.grid_dim.is_some());
+    let site_dim = |block: bool, d: usize| -> Option<DimSpec> {
+        if !(if block {
+            all_const_block
+        } else {
+            all_const_grid
+        }) {
+            return None;
+        }
+        let mut vals: Vec<u64> = sites
+            .iter()
+            .filter_map(|s| {
+                if block {
+                    s.block_dim.map(|b| b[d])
+                } else {
+                    s.grid_dim.map(|g| g[d])
+                }
+            })
+            .collect();
+        vals.sort_unstable();
+        vals.dedup();
+        match vals.len() {
+            0 => None,
+            1 => Some(DimSpec::Fixed(vals[0])),
+            _ => Some(DimSpec::OneOf(vals)),
+        }
+    };
+    let pick = |block: bool, d: usize, used: bool| -> DimSpec {
+        from_config(override_cfg, block, d)
+            .or_else(|| from_config(&kernel.annotated_launch, block, d))
+            .or_else(|| site_dim(block, d))
+            .or_else(|| from_config(&file.header_launch, block, d))
+            .unwrap_or(if used {
+                DimSpec::Symbolic
+            } else {
+                DimSpec::Fixed(1)
+            })
+    };
+    let block = [0, 1, 2].map(|d| pick(true, d, block_used[d]));
+    let grid = [0, 1, 2].map(|d| pick(false, d, grid_used[d]));
+    let max_threads = kernel
+        .launch_bounds
+        .filter(|n| *n >= 1)
+        .unwrap_or(1024)
+        .min(1024);
+    Launch {
+        block,
+        grid,
+        max_threads,
+    }
+}
+
+impl Launch {
+    /// Constraints on `blockDim.*` and `gridDim.*`.
+    pub fn constraints(&self) -> Vec<Term> {
+        let mut out = Vec::new();
+        let mut fixed_product: i64 = 1;
+        let mut symbolic = Vec::new();
+        for (d, spec) in self.block.iter().enumerate() {
+            let v = Term::var(format!("blockDim.{}", DIM_NAMES[d]));
+            let cap = if d == 2 {
+                64.min(self.max_threads)
+            } else {
+                self.max_threads
+            } as i64;
+            match spec {
+                DimSpec::Fixed(n) => {
+                    out.push(eq(v, int(*n as i64)));
+                    fixed_product = fixed_product.saturating_mul(*n as i64);
+                }
+                DimSpec::OneOf(ns) => {
+                    out.push(or(ns
+                        .iter()
+                        .map(|n| eq(v.clone(), int(*n as i64)))
+                        .collect()));
+                    symbolic.push(v);
+                }
+                DimSpec::Symbolic => {
+                    out.push(le(int(1), v.clone()));
+                    out.push(le(v.clone(), int(cap)));
+                    symbolic.push(v);
+                }
+            }
+        }
+        // The block-size bound: linear with one non-constant dimension; a product with more
+        // (needed e.g. for "a 2-D block has at most 1024 linear ids").
+        if !symbolic.is_empty() {
+            let prod = symbolic.iter().cloned().fold(int(fixed_product), mul);
+            out.push(le(prod, int(self.max_threads as i64)));
+        }
+        for (d, spec) in self.grid.iter().enumerate() {
+            let v = Term::var(format!("gridDim.{}", DIM_NAMES[d]));
+            match spec {
+                DimSpec::Fixed(n) => out.push(eq(v, int(*n as i64))),
+                DimSpec::OneOf(ns) => out.push(or(ns
+                    .iter()
+                    .map(|n| eq(v.clone(), int(*n as i64)))
+                    .collect())),
+                DimSpec::Symbolic => {
+                    out.push(le(int(1), v.clone()));
+                    out.push(le(v, int(if d == 0 { (1i64 << 31) - 1 } else { 65535 })));
+                }
+            }
+        }
+        out
+    }
+
+    /// Small sizes tried first for readable witnesses.
+    pub fn preferred(&self) -> Vec<Term> {
+        let mut out = Vec::new();
+        for (d, spec) in self.block.iter().enumerate() {
+            if *spec == DimSpec::Symbolic {
+                out.push(le(
+                    Term::var(format!("blockDim.{}", DIM_NAMES[d])),
+                    int(if d == 0 { 64 } else { 8 }),
+                ));
+            }
+        }
+        for (d, spec) in self.grid.iter().enumerate() {
+            if *spec == DimSpec::Symbolic {
+                out.push(le(Term::var(format!("gridDim.{}", DIM_NAMES[d])), int(4)));
+            }
+        }
+        out
+    }
+
+    pub fn describe(&self) -> String {
+        let show = |s: &DimSpec, sym: &str| match s {
+            DimSpec::Fixed(n) => n.to_string(),
+            DimSpec::OneOf(ns) => ns
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join("|"),
+            DimSpec::Symbolic => sym.to_string(),
+        };
+        let bsym = format!("1..{}", self.max_threads);
+        let b: Vec<String> = self
+            .block
+            .iter()
+            .enumerate()
+            .map(|(d, s)| show(s, if d == 2 { "1..64" } else { &bsym }))
+            .collect();
+        let g: Vec<String> = self.grid.iter().map(|s| show(s, "symbolic")).collect();
+        format!("blockDim=({}) gridDim=({})", b.join(", "), g.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudarace_ir::{LaunchSite, Span};
+
+    fn kernel() -> Kernel {
+        Kernel {
+            name: "k".into(),
+            span: Span::default(),
+            name_span: Span::default(),
+            params: vec![],
+            arrays: vec![],
+            locals: vec![],
+            unknowns: vec![],
+            body: vec![],
+            launch_bounds: None,
+            annotated_launch: LaunchConfig::default(),
+            unsupported: None,
+        }
+    }
+
+    #[test]
+    fn unmentioned_dimensions_are_one() {
+        let l = resolve(
+            &FileIr::default(),
+            &kernel(),
+            &LaunchConfig::default(),
+            [true, false, false],
+            [true, false, false],
+        );
+        assert_eq!(
+            l.block,
+            [DimSpec::Symbolic, DimSpec::Fixed(1), DimSpec::Fixed(1)]
+        );
+        assert_eq!(
+            l.describe(),
+            "blockDim=(1..1024, 1, 1) gridDim=(symbolic, 1, 1)"
+        );
+    }
+
+    #[test]
+    fn override_beats_annotation_beats_sites_beats_header() {
+        let mut k = kernel();
+        k.annotated_launch.block_dim = [Some(64), None, None];
+        let mut file = FileIr::default();
+        file.launch_sites.push(LaunchSite {
+            kernel: "k".into(),
+            span: Span::default(),
+            grid_dim: Some([8, 1, 1]),
+            block_dim: Some([128, 1, 1]),
+        });
+        file.header_launch.grid_dim = [Some(2), None, None];
+        let mut ov = LaunchConfig::default();
+        let l = resolve(&file, &k, &ov, [true; 3], [true; 3]);
+        assert_eq!(l.block[0], DimSpec::Fixed(64));
+        assert_eq!(l.grid[0], DimSpec::Fixed(8));
+        ov.block_dim[0] = Some(32);
+        let l = resolve(&file, &k, &ov, [true; 3], [true; 3]);
+        assert_eq!(l.block[0], DimSpec::Fixed(32));
+    }
+
+    #[test]
+    fn launch_bounds_cap_the_block() {
+        let mut k = kernel();
+        k.launch_bounds = Some(256);
+        let l = resolve(
+            &FileIr::default(),
+            &k,
+            &LaunchConfig::default(),
+            [true, false, false],
+            [true, false, false],
+        );
+        assert!(l
+            .constraints()
+            .contains(&le(Term::var("blockDim.x"), int(256))));
+    }
+}

@@ -1,0 +1,1114 @@
+//! Symbolic execution of one kernel body for one symbolic thread.
+
+use super::loops::induction_range;
+use super::{AccInfo, LoopNode, Node, Protocol, SyncInfo, SyncKind, VarInfo};
+use crate::terms::*;
+use cudarace_ir::{
+    AccessId, AccessMode, ArrayId, BarrierKind, BinOp, Block, Builtin, Expr, Kernel, LocalId, Loop,
+    LoopKind, ScalarType, Span, Stmt, UnOp,
+};
+use cudarace_solver::{BitOp, Sort, Term};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// Values larger than this many term nodes are not tracked (see `Exec::set_local`).
+const MAX_TERM_SIZE: usize = 4000;
+
+fn term_size_exceeds(t: &Term, limit: usize) -> bool {
+    fn count(t: &Term, budget: &mut usize) -> bool {
+        if *budget == 0 {
+            return true;
+        }
+        *budget -= 1;
+        let kids: Vec<&Term> = match t {
+            Term::Int(_) | Term::Bool(_) | Term::Var(_) => vec![],
+            Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => ts.iter().collect(),
+            Term::Bit { args, .. } => args.iter().collect(),
+            Term::Sub(a, b)
+            | Term::Div(a, b)
+            | Term::Rem(a, b)
+            | Term::Mod(a, b)
+            | Term::Eq(a, b)
+            | Term::Lt(a, b)
+            | Term::Le(a, b)
+            | Term::Implies(a, b) => vec![a, b],
+            Term::Neg(a) | Term::Not(a) => vec![a],
+            Term::Ite(c, a, b) => vec![c, a, b],
+        };
+        kids.into_iter().any(|k| count(k, budget))
+    }
+    let mut budget = limit;
+    count(t, &mut budget)
+}
+
+/// Symbolically execute `kernel` into its access protocol.
+pub fn build(kernel: &Kernel) -> Protocol {
+    let mut written = BTreeSet::new();
+    scan_written(&kernel.body, &mut written);
+    let mut ex = Exec {
+        k: kernel,
+        counter: 0,
+        p: Protocol {
+            written,
+            ..Protocol::default()
+        },
+        env: vec![None; kernel.locals.len()],
+        pc: tru(),
+        dead: false,
+        nonuniform_ctl: 0,
+        assigned_nonuniform: HashSet::new(),
+        returned_in_loop: false,
+        left_nonuniform: false,
+        returned_nonuniform: false,
+        loop_depth: 0,
+        causes: Vec::new(),
+        exits: Vec::new(),
+        loads: HashMap::new(),
+    };
+    let mut root = Vec::new();
+    ex.exec_block(&kernel.body, &mut root);
+    ex.p.root = root;
+    ex.p
+}
+
+fn scan_written(b: &Block, out: &mut BTreeSet<ArrayId>) {
+    for s in b {
+        match s {
+            Stmt::Access(a) if a.mode != AccessMode::Read => {
+                out.insert(a.array);
+            }
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                scan_written(then_branch, out);
+                scan_written(else_branch, out);
+            }
+            Stmt::Loop(l) => {
+                for blk in [&l.init, &l.cond_effects, &l.body, &l.step] {
+                    scan_written(blk, out);
+                }
+            }
+            Stmt::Opaque(o) => out.extend(o.arrays.iter().copied()),
+            _ => {}
+        }
+    }
+}
+
+fn assigned_locals(b: &Block, out: &mut BTreeSet<LocalId>) {
+    for s in b {
+        match s {
+            Stmt::Assign { local, .. } => {
+                out.insert(*local);
+            }
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                assigned_locals(then_branch, out);
+                assigned_locals(else_branch, out);
+            }
+            Stmt::Loop(l) => {
+                for blk in [&l.init, &l.cond_effects, &l.body, &l.step] {
+                    assigned_locals(blk, out);
+                }
+            }
+            Stmt::Opaque(o) => out.extend(o.locals.iter().copied()),
+            _ => {}
+        }
+    }
+}
+
+/// Does the block contain a `continue` that belongs to the loop whose body it is?
+fn has_own_continue(b: &Block) -> bool {
+    b.iter().any(|s| match s {
+        Stmt::Continue { .. } => true,
+        Stmt::If {
+            then_branch,
+            else_branch,
+            ..
+        } => has_own_continue(then_branch) || has_own_continue(else_branch),
+        _ => false,
+    })
+}
+
+fn type_range(ty: ScalarType) -> (Sort, Option<i64>, Option<i64>) {
+    match ty {
+        ScalarType::Bool => (Sort::Bool, None, None),
+        ScalarType::Int { bits, signed } => {
+            let bits = bits.clamp(1, 64) as u32;
+            if signed {
+                let hi = if bits >= 64 {
+                    i64::MAX
+                } else {
+                    (1i64 << (bits - 1)) - 1
+                };
+                let lo = if bits >= 64 {
+                    i64::MIN
+                } else {
+                    -(1i64 << (bits - 1))
+                };
+                (Sort::Int, Some(lo), Some(hi))
+            } else {
+                let hi = if bits >= 63 {
+                    i64::MAX
+                } else {
+                    (1i64 << bits) - 1
+                };
+                (Sort::Int, Some(0), Some(hi))
+            }
+        }
+        _ => (Sort::Int, None, None),
+    }
+}
+
+struct Exec<'k> {
+    k: &'k Kernel,
+    counter: u32,
+    p: Protocol,
+    env: Vec<Option<Term>>,
+    /// Path condition of the current thread.
+    pc: Term,
+    /// The rest of the current block is unreachable (after return/break/continue).
+    dead: bool,
+    /// Depth of enclosing thread-dependent branches inside the current loop body.
+    nonuniform_ctl: u32,
+    /// Locals assigned under thread-dependent control in the current loop body.
+    assigned_nonuniform: HashSet<LocalId>,
+    returned_in_loop: bool,
+    /// A thread-dependent `break`/`return` left the innermost loop: later iterations' barriers
+    /// are not reached by every thread.
+    left_nonuniform: bool,
+    /// A thread-dependent `return` (leaves every enclosing loop).
+    returned_nonuniform: bool,
+    loop_depth: u32,
+    /// Enclosing thread-dependent conditions (for divergence messages).
+    causes: Vec<(Span, String)>,
+    /// Thread-dependent early exits seen so far.
+    exits: Vec<(Span, String)>,
+    loads: HashMap<AccessId, Term>,
+}
+
+impl<'k> Exec<'k> {
+    /// A fresh value: `prefix` is `$` (per thread), `%` (per block) or "" (grid).
+    fn fresh(&mut self, prefix: &str, base: &str, info: VarInfo) -> Term {
+        self.counter += 1;
+        let name = format!("{base}@{}", self.counter);
+        self.p.vars.insert(name.clone(), info);
+        Term::Var(format!("{prefix}{name}"))
+    }
+
+    fn fresh_unknown(&mut self, varying: bool, base: &str, reason: String) -> Term {
+        let prefix = if varying { "$" } else { "%" };
+        self.fresh(
+            prefix,
+            base,
+            VarInfo {
+                sort: Sort::Int,
+                reason: Some(reason),
+                lo: None,
+                hi: None,
+            },
+        )
+    }
+
+    /// Assign a local; a value grown too large to track (e.g. a chain of conditional updates,
+    /// whose merged `ite` doubles per branch) is replaced by an unknown of the same variance.
+    fn set_local(&mut self, l: LocalId, v: Term) {
+        let v = if term_size_exceeds(&v, MAX_TERM_SIZE) {
+            let name = self
+                .k
+                .locals
+                .get(l.0 as usize)
+                .map(|x| x.name.clone())
+                .unwrap_or_default();
+            let varying = thread_varying(&v);
+            self.fresh_unknown(
+                varying,
+                "unknown",
+                format!("the value of `{name}` (too complex to track)"),
+            )
+        } else {
+            v
+        };
+        if let Some(slot) = self.env.get_mut(l.0 as usize) {
+            *slot = Some(v);
+        }
+    }
+
+    fn is_bool(&self, t: &Term) -> bool {
+        match t {
+            Term::Bool(_)
+            | Term::Eq(..)
+            | Term::Lt(..)
+            | Term::Le(..)
+            | Term::And(_)
+            | Term::Or(_)
+            | Term::Not(_)
+            | Term::Implies(..) => true,
+            Term::Ite(_, a, _) => self.is_bool(a),
+            Term::Var(v) => self
+                .p
+                .vars
+                .get(super::base_name(v))
+                .map(|i| i.sort == Sort::Bool)
+                .unwrap_or(false),
+            _ => false,
+        }
+    }
+
+    fn to_bool(&self, t: Term) -> Term {
+        if self.is_bool(&t) {
+            t
+        } else {
+            not(eq(t, int(0)))
+        }
+    }
+
+    fn to_int(&self, t: Term) -> Term {
+        if self.is_bool(&t) {
+            ite(t, int(1), int(0))
+        } else {
+            t
+        }
+    }
+
+    fn param_var(&mut self, idx: usize) -> Term {
+        let p = &self.k.params[idx];
+        if let Some(v) = p.value {
+            return int(v);
+        }
+        match p.ty {
+            ScalarType::Int { .. } | ScalarType::Bool => {
+                let (sort, lo, hi) = type_range(p.ty);
+                let name = format!("param.{}", p.name);
+                self.p.vars.entry(name.clone()).or_insert(VarInfo {
+                    sort,
+                    reason: None,
+                    lo,
+                    hi,
+                });
+                Term::Var(name)
+            }
+            _ => {
+                let reason = format!("the value of parameter `{}`", p.name);
+                self.fresh_unknown(false, "unknown", reason)
+            }
+        }
+    }
+
+    fn eval(&mut self, e: &Expr) -> Term {
+        match e {
+            Expr::Int(v) => int(*v),
+            Expr::Bool(b) => Term::Bool(*b),
+            Expr::Float(_) => self.fresh_unknown(false, "unknown", "a floating-point value".into()),
+            Expr::Builtin(b) => match b {
+                Builtin::ThreadIdx(d) => {
+                    self.p.block_dims_used[d.index()] = true;
+                    Term::Var(format!("$tid.{}", d.name()))
+                }
+                Builtin::BlockIdx(d) => {
+                    self.p.grid_dims_used[d.index()] = true;
+                    Term::Var(format!("%bid.{}", d.name()))
+                }
+                Builtin::BlockDim(d) => {
+                    self.p.block_dims_used[d.index()] = true;
+                    Term::Var(format!("blockDim.{}", d.name()))
+                }
+                Builtin::GridDim(d) => {
+                    self.p.grid_dims_used[d.index()] = true;
+                    Term::Var(format!("gridDim.{}", d.name()))
+                }
+                Builtin::WarpSize => int(32),
+            },
+            Expr::Param(p) => self.param_var(p.0 as usize),
+            Expr::Local(l) => match self.env.get(l.0 as usize).cloned().flatten() {
+                Some(t) => t,
+                None => {
+                    let name = self
+                        .k
+                        .locals
+                        .get(l.0 as usize)
+                        .map(|l| l.name.clone())
+                        .unwrap_or_default();
+                    let t = self.fresh_unknown(
+                        true,
+                        "unknown",
+                        format!("the uninitialized value of `{name}`"),
+                    );
+                    if let Some(slot) = self.env.get_mut(l.0 as usize) {
+                        *slot = Some(t.clone());
+                    }
+                    t
+                }
+            },
+            Expr::Load(a) => match self.loads.get(a) {
+                Some(t) => t.clone(),
+                None => self.fresh_unknown(true, "load", "data read from memory".into()),
+            },
+            Expr::Unknown(u) => {
+                let (uniform, reason) = match self.k.unknowns.get(u.0 as usize) {
+                    Some(uv) => (uv.uniform, uv.reason.clone()),
+                    None => (false, "an unmodelled value".to_string()),
+                };
+                self.fresh_unknown(!uniform, "unknown", reason)
+            }
+            Expr::Unary(op, a) => {
+                let a = self.eval(a);
+                match op {
+                    UnOp::Neg => match a {
+                        Term::Int(v) => v
+                            .checked_neg()
+                            .map(int)
+                            .unwrap_or(Term::Neg(Box::new(int(v)))),
+                        other => Term::Neg(Box::new(self.to_int(other))),
+                    },
+                    UnOp::Not => not(self.to_bool(a)),
+                    UnOp::BitNot => Term::Bit {
+                        op: BitOp::Not,
+                        width: 32,
+                        signed: true,
+                        args: vec![self.to_int(a)],
+                    },
+                }
+            }
+            Expr::Binary(op, a, b) => {
+                let a = self.eval(a);
+                let b = self.eval(b);
+                self.binary(*op, a, b)
+            }
+            Expr::Ite(c, a, b) => {
+                let c = self.eval(c);
+                let c = self.to_bool(c);
+                let a = self.eval(a);
+                let b = self.eval(b);
+                if self.is_bool(&a) != self.is_bool(&b) {
+                    let (a, b) = (self.to_int(a), self.to_int(b));
+                    ite(c, a, b)
+                } else {
+                    ite(c, a, b)
+                }
+            }
+            Expr::Cast(ty, a) => {
+                let v = self.eval(a);
+                match ty {
+                    ScalarType::Int { .. } | ScalarType::Float => self.to_int(v),
+                    ScalarType::Bool => self.to_bool(v),
+                    _ => {
+                        let varying = thread_varying(&v);
+                        self.fresh_unknown(
+                            varying,
+                            "unknown",
+                            "a value of a non-integer type".into(),
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    /// Non-negative by shape: thread/block indices, launch sizes, unsigned values, and sums and
+    /// products of those.
+    fn non_negative(&self, t: &Term) -> bool {
+        match t {
+            Term::Int(v) => *v >= 0,
+            Term::Var(v) => {
+                let base = super::base_name(v);
+                base.starts_with("tid.")
+                    || base.starts_with("bid.")
+                    || base.starts_with("blockDim.")
+                    || base.starts_with("gridDim.")
+                    || self
+                        .p
+                        .vars
+                        .get(base)
+                        .is_some_and(|i| i.sort == Sort::Int && i.lo.is_some_and(|lo| lo >= 0))
+                    || self.pc_bounds_below(t)
+            }
+            Term::Add(ts) | Term::Mul(ts) => ts.iter().all(|x| self.non_negative(x)),
+            Term::Mod(..) => true,
+            Term::Div(a, b) => self.non_negative(a) && self.non_negative(b),
+            _ => false,
+        }
+    }
+
+    /// The path condition has a conjunct `c < t` (c >= -1) or `c <= t` (c >= 0): t >= 0 here
+    /// (e.g. `s` inside `for (int s = …; s > 0; s >>= 1)`).
+    fn pc_bounds_below(&self, t: &Term) -> bool {
+        let conj: Vec<&Term> = match &self.pc {
+            Term::And(ts) => ts.iter().collect(),
+            other => vec![other],
+        };
+        conj.iter().any(|c| match c {
+            Term::Lt(lo, x) => **x == *t && as_int(lo).is_some_and(|v| v >= -1),
+            Term::Le(lo, x) => **x == *t && as_int(lo).is_some_and(|v| v >= 0),
+            _ => false,
+        })
+    }
+
+    fn binary(&mut self, op: BinOp, a: Term, b: Term) -> Term {
+        let bit = |op: BitOp, a: Term, b: Term| Term::Bit {
+            op,
+            width: 32,
+            signed: false,
+            args: vec![a, b],
+        };
+        match op {
+            BinOp::And => and(vec![self.to_bool(a), self.to_bool(b)]),
+            BinOp::Or => or(vec![self.to_bool(a), self.to_bool(b)]),
+            BinOp::Eq | BinOp::Ne if self.is_bool(&a) && self.is_bool(&b) => {
+                let e = eq(a, b);
+                if op == BinOp::Eq {
+                    e
+                } else {
+                    not(e)
+                }
+            }
+            _ => {
+                let a = self.to_int(a);
+                let b = self.to_int(b);
+                match op {
+                    BinOp::Add => add(a, b),
+                    BinOp::Sub => sub(a, b),
+                    BinOp::Mul => mul(a, b),
+                    BinOp::Div => div(a, b),
+                    // On non-negative operands C's `%` is the mathematical `mod`, which Z3
+                    // handles better than the sign-dependent encoding of `%`.
+                    BinOp::Rem if self.non_negative(&a) && self.non_negative(&b) => modulo(a, b),
+                    BinOp::Rem => rem(a, b),
+                    BinOp::Shl => match as_int(&b) {
+                        Some(k) if (0..31).contains(&k) => mul(a, int(1i64 << k)),
+                        _ => bit(BitOp::Shl, a, b),
+                    },
+                    // `x >> k` floors; `x / 2^k` truncates: equal for non-negative `x` only.
+                    BinOp::Shr => match as_int(&b) {
+                        Some(k) if (0..31).contains(&k) && self.non_negative(&a) => {
+                            div(a, int(1i64 << k))
+                        }
+                        Some(k) if (0..31).contains(&k) => {
+                            // floor(a / 2^k) with truncating division: -((2^k - 1 - a) / 2^k) below 0.
+                            let p = 1i64 << k;
+                            let neg = Term::Neg(Box::new(div(sub(int(p - 1), a.clone()), int(p))));
+                            ite(le(int(0), a.clone()), div(a, int(p)), neg)
+                        }
+                        _ => bit(BitOp::Shr, a, b),
+                    },
+                    BinOp::BitAnd => {
+                        // `x & (2^k - 1)` is `x mod 2^k` on two's complement: stay in integers.
+                        let mask = |t: &Term| as_int(t).filter(|m| *m > 0 && (m + 1) & m == 0);
+                        if let Some(m) = mask(&b) {
+                            modulo(a, int(m + 1))
+                        } else if let Some(m) = mask(&a) {
+                            modulo(b, int(m + 1))
+                        } else {
+                            bit(BitOp::And, a, b)
+                        }
+                    }
+                    // With one power-of-two constant `2^k` these only set, flip or read bit k:
+                    // written with a linear `mod`, they avoid integer/bit-vector bridging, which
+                    // Z3 4.8.12 handles slowly (seconds for `t == u ^ 1`).
+                    BinOp::BitOr | BinOp::BitXor => {
+                        let pow2 = |t: &Term| {
+                            as_int(t).filter(|m| *m > 0 && m & (m - 1) == 0 && *m < (1 << 30))
+                        };
+                        let (x, m) = match (pow2(&a), pow2(&b)) {
+                            (_, Some(m)) => (a.clone(), Some(m)),
+                            (Some(m), _) => (b.clone(), Some(m)),
+                            _ => (a.clone(), None),
+                        };
+                        match m {
+                            Some(m) => {
+                                let clear = lt(modulo(x.clone(), int(2 * m)), int(m));
+                                let set = add(x.clone(), int(m));
+                                let other = if op == BinOp::BitXor {
+                                    sub(x, int(m))
+                                } else {
+                                    x
+                                };
+                                ite(clear, set, other)
+                            }
+                            None if op == BinOp::BitOr => bit(BitOp::Or, a, b),
+                            None => bit(BitOp::Xor, a, b),
+                        }
+                    }
+                    BinOp::Lt => lt(a, b),
+                    BinOp::Le => le(a, b),
+                    BinOp::Gt => lt(b, a),
+                    BinOp::Ge => le(b, a),
+                    BinOp::Eq => eq(a, b),
+                    BinOp::Ne => not(eq(a, b)),
+                    BinOp::And | BinOp::Or => unreachable!("handled above"),
+                }
+            }
+        }
+    }
+
+    fn exec_block(&mut self, b: &Block, out: &mut Vec<Node>) {
+        for s in b {
+            if self.dead {
+                return;
+            }
+            self.exec_stmt(s, out);
+        }
+    }
+
+    fn record_exit(&mut self, span: Span, what: &str) {
+        if thread_varying(&self.pc) {
+            self.exits.push((
+                span,
+                format!("threads may {what} here depending on their thread id"),
+            ));
+        }
+    }
+
+    fn exec_stmt(&mut self, s: &Stmt, out: &mut Vec<Node>) {
+        match s {
+            Stmt::Assign { local, value, .. } => {
+                let v = self.eval(value);
+                if self.nonuniform_ctl > 0 {
+                    self.assigned_nonuniform.insert(*local);
+                }
+                self.set_local(*local, v);
+            }
+            Stmt::Access(a) => {
+                let index: Vec<Term> = a.index.iter().map(|e| self.eval(e)).collect();
+                let index: Vec<Term> = index.into_iter().map(|t| self.to_int(t)).collect();
+                let value = a.value.as_ref().map(|e| self.eval(e));
+                if a.mode != AccessMode::Write {
+                    let varying =
+                        index.iter().any(thread_varying) || self.p.written.contains(&a.array);
+                    let name = self
+                        .k
+                        .arrays
+                        .get(a.array.0 as usize)
+                        .map(|x| x.name.clone())
+                        .unwrap_or_default();
+                    let t = self.fresh_unknown(varying, "load", format!("data read from `{name}`"));
+                    self.loads.insert(a.id, t);
+                }
+                self.p.accs.push(AccInfo {
+                    id: a.id,
+                    array: a.array,
+                    mode: a.mode,
+                    index,
+                    flat: a.flat,
+                    value,
+                    guard: self.pc.clone(),
+                    span: a.span,
+                });
+                out.push(Node::Acc(self.p.accs.len() - 1));
+            }
+            Stmt::Barrier(b) => {
+                let kind = match &b.kind {
+                    BarrierKind::Block => Some(SyncKind::Block),
+                    BarrierKind::Grid => Some(SyncKind::Grid),
+                    BarrierKind::Warp { mask } => {
+                        let full = match mask {
+                            None => true,
+                            Some(m) => matches!(self.eval(m), Term::Int(v) if v as u32 == u32::MAX),
+                        };
+                        full.then_some(SyncKind::Warp)
+                    }
+                };
+                if let Some(kind) = kind {
+                    match kind {
+                        SyncKind::Warp => self.p.has_warp_sync = true,
+                        SyncKind::Grid => self.p.has_grid_sync = true,
+                        SyncKind::Block => {}
+                    }
+                    let cause = self.causes.last().or(self.exits.last()).cloned();
+                    self.p.syncs.push(SyncInfo {
+                        kind,
+                        guard: self.pc.clone(),
+                        facts: tru(),
+                        span: b.span,
+                        cause,
+                    });
+                    out.push(Node::Sync(self.p.syncs.len() - 1));
+                }
+            }
+            Stmt::If {
+                cond,
+                then_branch,
+                else_branch,
+                span,
+            } => {
+                let c = self.eval(cond);
+                let c = self.to_bool(c);
+                let varying = thread_varying(&c);
+                let pc0 = self.pc.clone();
+                let env0 = self.env.clone();
+                if varying {
+                    self.nonuniform_ctl += 1;
+                    self.causes
+                        .push((*span, "this condition depends on the thread".into()));
+                }
+                let mut then_nodes = Vec::new();
+                self.pc = and(vec![pc0.clone(), c.clone()]);
+                self.dead = false;
+                self.exec_block(then_branch, &mut then_nodes);
+                let (pc_t, dead_t, env_t) = (
+                    self.pc.clone(),
+                    self.dead,
+                    std::mem::replace(&mut self.env, env0),
+                );
+                let mut else_nodes = Vec::new();
+                let not_c = not(c.clone());
+                self.pc = and(vec![pc0.clone(), not_c.clone()]);
+                self.dead = false;
+                self.exec_block(else_branch, &mut else_nodes);
+                let (pc_e, dead_e) = (self.pc.clone(), self.dead);
+                if varying {
+                    self.nonuniform_ctl -= 1;
+                    self.causes.pop();
+                }
+                // Merge the environments of the live branches.
+                let env_e = std::mem::take(&mut self.env);
+                self.env = match (dead_t, dead_e) {
+                    (true, false) => env_e,
+                    (false, true) => env_t,
+                    _ => env_t
+                        .into_iter()
+                        .zip(env_e)
+                        .map(|(t, e)| match (t, e) {
+                            (Some(t), Some(e)) => Some(ite(c.clone(), t, e)),
+                            (t, e) => t.or(e),
+                        })
+                        .collect(),
+                };
+                for i in 0..self.env.len() {
+                    if let Some(v) = self.env[i].clone() {
+                        if term_size_exceeds(&v, MAX_TERM_SIZE) {
+                            self.set_local(LocalId(i as u32), v);
+                        }
+                    }
+                }
+                let unchanged_t = !dead_t && pc_t == and(vec![pc0.clone(), c.clone()]);
+                let unchanged_e = !dead_e && pc_e == and(vec![pc0.clone(), not_c.clone()]);
+                self.dead = dead_t && dead_e;
+                self.pc = if unchanged_t && unchanged_e {
+                    pc0
+                } else {
+                    let mut live = Vec::new();
+                    if !dead_t {
+                        live.push(pc_t);
+                    }
+                    if !dead_e {
+                        live.push(pc_e);
+                    }
+                    or(live)
+                };
+                out.push(Node::Branch {
+                    cond: c,
+                    then_branch: then_nodes,
+                    else_branch: else_nodes,
+                });
+            }
+            Stmt::Loop(l) => self.exec_loop(l, out),
+            Stmt::Return { span } => {
+                self.record_exit(*span, "return");
+                if self.loop_depth > 0 {
+                    self.returned_in_loop = true;
+                }
+                if thread_varying(&self.pc) {
+                    self.left_nonuniform = true;
+                    self.returned_nonuniform = true;
+                }
+                self.dead = true;
+            }
+            Stmt::Break { span } => {
+                self.record_exit(*span, "leave the loop");
+                if thread_varying(&self.pc) {
+                    self.left_nonuniform = true;
+                }
+                self.dead = true;
+            }
+            Stmt::Continue { span } => {
+                self.record_exit(*span, "skip the rest of the iteration");
+                self.dead = true;
+            }
+            Stmt::Opaque(o) => {
+                for a in &o.arrays {
+                    self.p.opaque_arrays.push((*a, o.reason.clone()));
+                }
+                for l in &o.locals {
+                    let name = self
+                        .k
+                        .locals
+                        .get(l.0 as usize)
+                        .map(|x| x.name.clone())
+                        .unwrap_or_default();
+                    let t =
+                        self.fresh_unknown(true, "unknown", format!("`{name}` after {}", o.reason));
+                    if self.nonuniform_ctl > 0 {
+                        self.assigned_nonuniform.insert(*l);
+                    }
+                    if let Some(slot) = self.env.get_mut(l.0 as usize) {
+                        *slot = Some(t);
+                    }
+                }
+                if o.may_sync {
+                    self.p.may_sync.push(o.span);
+                    out.push(Node::MaybeSync(o.span));
+                }
+            }
+        }
+    }
+
+    fn local_info(&self, l: LocalId) -> (String, Sort, Option<i64>, Option<i64>) {
+        match self.k.locals.get(l.0 as usize) {
+            Some(loc) => {
+                let (sort, lo, hi) = type_range(loc.ty);
+                (loc.name.clone(), sort, lo, hi)
+            }
+            None => ("?".into(), Sort::Int, None, None),
+        }
+    }
+
+    fn exec_loop(&mut self, lp: &Loop, out: &mut Vec<Node>) {
+        self.exec_block(&lp.init, out);
+        if self.dead {
+            return;
+        }
+        let mut assigned = BTreeSet::new();
+        for blk in [&lp.cond_effects, &lp.body, &lp.step] {
+            assigned_locals(blk, &mut assigned);
+        }
+        let assigned: Vec<LocalId> = assigned.into_iter().collect();
+        let env0 = self.env.clone();
+        let pc0 = self.pc.clone();
+        let mut init: HashMap<LocalId, Term> = HashMap::new();
+        for &l in &assigned {
+            let v = match env0.get(l.0 as usize).cloned().flatten() {
+                Some(v) => v,
+                None => {
+                    let (name, ..) = self.local_info(l);
+                    self.fresh_unknown(
+                        true,
+                        "unknown",
+                        format!("the uninitialized value of `{name}`"),
+                    )
+                }
+            };
+            init.insert(l, v);
+        }
+        let mut uniform: HashSet<LocalId> = assigned
+            .iter()
+            .copied()
+            .filter(|l| !thread_varying(&init[l]))
+            .collect();
+        let do_while = lp.kind == LoopKind::DoWhile;
+        let continues = has_own_continue(&lp.body);
+        let (accs0, syncs0, exits0) = (self.p.accs.len(), self.p.syncs.len(), self.exits.len());
+        let saved_ctl = (
+            self.nonuniform_ctl,
+            std::mem::take(&mut self.assigned_nonuniform),
+            self.returned_in_loop,
+            self.left_nonuniform,
+            self.returned_nonuniform,
+        );
+        loop {
+            self.p.accs.truncate(accs0);
+            self.p.syncs.truncate(syncs0);
+            self.exits.truncate(exits0);
+            self.nonuniform_ctl = 0;
+            self.assigned_nonuniform.clear();
+            self.returned_in_loop = false;
+            self.left_nonuniform = false;
+            self.returned_nonuniform = false;
+            let id_start = self.counter + 1;
+            let mut heads: Vec<(LocalId, Term)> = Vec::new();
+            self.env = env0.clone();
+            for &l in &assigned {
+                let (name, sort, lo, hi) = self.local_info(l);
+                let prefix = if uniform.contains(&l) { "%" } else { "$" };
+                let h = self.fresh(
+                    prefix,
+                    &format!("loop.{name}"),
+                    VarInfo {
+                        sort,
+                        reason: None,
+                        lo,
+                        hi,
+                    },
+                );
+                heads.push((l, h.clone()));
+                self.set_local(l, h);
+            }
+            self.loop_depth += 1;
+            let mut nodes = Vec::new();
+            self.pc = pc0.clone();
+            self.dead = false;
+            self.exec_block(&lp.cond_effects, &mut nodes);
+            let c = match &lp.cond {
+                Some(e) => {
+                    let t = self.eval(e);
+                    self.to_bool(t)
+                }
+                None => tru(),
+            };
+            let c_varying = thread_varying(&c);
+            if c_varying {
+                self.causes
+                    .push((lp.span, "the loop condition depends on the thread".into()));
+                self.nonuniform_ctl += 1;
+            }
+            self.pc = if do_while {
+                pc0.clone()
+            } else {
+                and(vec![pc0.clone(), c.clone()])
+            };
+            self.dead = false;
+            self.exec_block(&lp.body, &mut nodes);
+            // `continue` still runs the step; `break`/`return` paths are over-approximated as
+            // continuing (sound for races; their divergence is caught at the barriers they skip).
+            self.dead = false;
+            self.exec_block(&lp.step, &mut nodes);
+            self.dead = false;
+            if c_varying {
+                self.causes.pop();
+                self.nonuniform_ctl -= 1;
+            }
+            self.loop_depth -= 1;
+            let end: HashMap<LocalId, Term> = heads
+                .iter()
+                .map(|(l, h)| {
+                    (
+                        *l,
+                        self.env
+                            .get(l.0 as usize)
+                            .cloned()
+                            .flatten()
+                            .unwrap_or_else(|| h.clone()),
+                    )
+                })
+                .collect();
+            let mut changed = false;
+            for &l in &assigned {
+                if uniform.contains(&l)
+                    && (thread_varying(&end[&l]) || self.assigned_nonuniform.contains(&l))
+                {
+                    uniform.remove(&l);
+                    changed = true;
+                }
+            }
+            if changed {
+                continue;
+            }
+            // Threads that left the loop early (thread-dependent break/return) skip the
+            // barriers of later iterations: those barriers are reached only by threads still in
+            // the loop, an unknown per-thread fact.
+            let left_nonuniform = self.left_nonuniform;
+            let returned_nonuniform = self.returned_nonuniform;
+            if left_nonuniform && self.p.syncs.len() > syncs0 {
+                let still_in = self.fresh(
+                    "$",
+                    "alive",
+                    VarInfo {
+                        sort: Sort::Bool,
+                        reason: Some("whether the thread left the loop in an earlier iteration".into()),
+                        lo: None,
+                        hi: None,
+                    },
+                );
+                let cause = self.exits.get(exits0..).and_then(|e| e.last().cloned());
+                for s in &mut self.p.syncs[syncs0..] {
+                    s.guard = and(vec![s.guard.clone(), still_in.clone()]);
+                    if s.cause.is_none() {
+                        s.cause = cause.clone();
+                    }
+                }
+            }
+            let id_end = self.counter + 1;
+            let returned = self.returned_in_loop;
+            let exit_varying = c_varying || self.exits.len() > exits0;
+
+            // Ranges of the head variables.
+            let mut ranges = Vec::new();
+            let mut first = HashMap::new();
+            let mut next = HashMap::new();
+            for (l, h) in &heads {
+                let name = match h {
+                    Term::Var(n) => n.clone(),
+                    _ => continue,
+                };
+                first.insert(name.clone(), init[l].clone());
+                // A `continue` may skip body assignments: then the next value is not the end value.
+                let assigned_in_body = {
+                    let mut s = BTreeSet::new();
+                    assigned_locals(&lp.body, &mut s);
+                    s.contains(l)
+                };
+                // The update must be loop-invariant apart from the variable itself: `acc += x`
+                // with `x` read in the body is not an induction (and its "range" would only
+                // drag per-thread data into every path condition of the body).
+                let created_in_body = |t: &Term| {
+                    mentions(t, &|v| {
+                        super::fresh_id(v).is_some_and(|id| id >= id_start && id < self.counter + 1)
+                            && Some(v) != h_name(h)
+                    })
+                };
+                let recognized = if (continues && assigned_in_body) || created_in_body(&end[l]) {
+                    None
+                } else {
+                    induction_range(h, &init[l], &end[l])
+                };
+                match recognized {
+                    Some(r) => {
+                        ranges.push(r);
+                        next.insert(name.clone(), end[l].clone());
+                    }
+                    None => {
+                        if continues && assigned_in_body {
+                            let (lname, sort, lo, hi) = self.local_info(*l);
+                            let prefix = if uniform.contains(l) { "%" } else { "$" };
+                            let reason = (prefix == "$").then(|| {
+                                format!("the value of `{lname}` carried across loop iterations")
+                            });
+                            let n = self.fresh(
+                                prefix,
+                                &format!("loop.{lname}"),
+                                VarInfo {
+                                    sort,
+                                    reason,
+                                    lo,
+                                    hi,
+                                },
+                            );
+                            next.insert(name.clone(), n);
+                        } else {
+                            next.insert(name.clone(), end[l].clone());
+                        }
+                        if !uniform.contains(l) {
+                            let (lname, ..) = self.local_info(*l);
+                            if let Some(info) = self.p.vars.get_mut(super::base_name(&name)) {
+                                info.reason = Some(format!(
+                                    "the value of `{lname}` carried across loop iterations"
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            // Values created in the body are different in the next iteration.
+            let created: Vec<(String, VarInfo)> = self
+                .p
+                .vars
+                .iter()
+                .filter(|(n, _)| super::fresh_id(n).is_some_and(|id| id >= id_start && id < id_end))
+                .map(|(n, i)| (n.clone(), i.clone()))
+                .collect();
+            let head_names: HashSet<String> = heads
+                .iter()
+                .filter_map(|(_, h)| match h {
+                    Term::Var(n) => Some(super::base_name(n).to_string()),
+                    _ => None,
+                })
+                .collect();
+            let mut created_sorted = created;
+            created_sorted.sort_by(|a, b| a.0.cmp(&b.0));
+            for (n, info) in created_sorted {
+                if head_names.contains(&n) {
+                    continue;
+                }
+                let base = n
+                    .rsplit_once('@')
+                    .map(|(b, _)| b.to_string())
+                    .unwrap_or(n.clone());
+                let copy = match self.fresh("", &base, info) {
+                    Term::Var(c) => c,
+                    _ => continue,
+                };
+                for prefix in ["$", "%", ""] {
+                    next.insert(format!("{prefix}{n}"), Term::Var(format!("{prefix}{copy}")));
+                }
+            }
+            let range = and(ranges);
+            for a in &mut self.p.accs[accs0..] {
+                a.guard = and(vec![range.clone(), a.guard.clone()]);
+            }
+            for s in &mut self.p.syncs[syncs0..] {
+                s.facts = and(vec![range.clone(), s.facts.clone()]);
+            }
+            let head = and(vec![range, c]);
+            let enter = if do_while {
+                tru()
+            } else {
+                subst(&head, &first)
+            };
+            let exit = not(subst(&head, &next));
+
+            // After the loop: assigned locals are unknown (uniform when every thread leaves
+            // after the same iterations).
+            self.env = env0.clone();
+            for &l in &assigned {
+                let (name, sort, lo, hi) = self.local_info(l);
+                let uni = uniform.contains(&l) && !exit_varying;
+                let prefix = if uni { "%" } else { "$" };
+                let reason = Some(format!("the value of `{name}` after the loop"));
+                let v = self.fresh(
+                    prefix,
+                    &format!("after.{name}"),
+                    VarInfo {
+                        sort,
+                        reason,
+                        lo,
+                        hi,
+                    },
+                );
+                self.set_local(l, v);
+            }
+            // The final, failing test evaluates the condition once more (also when the loop
+            // runs zero times): its accesses happen after the loop.
+            let mut tail = Vec::new();
+            if !lp.cond_effects.is_empty() {
+                self.pc = pc0.clone();
+                self.dead = false;
+                self.exec_block(&lp.cond_effects, &mut tail);
+            }
+            self.pc = pc0.clone();
+            if returned {
+                let varying = exit_varying || thread_varying(&pc0);
+                let alive = self.fresh(
+                    if varying { "$" } else { "%" },
+                    "alive",
+                    VarInfo {
+                        sort: Sort::Bool,
+                        reason: Some("whether the thread returned inside an earlier loop".into()),
+                        lo: None,
+                        hi: None,
+                    },
+                );
+                self.pc = and(vec![pc0.clone(), alive]);
+            }
+            self.nonuniform_ctl = saved_ctl.0;
+            self.assigned_nonuniform = saved_ctl.1;
+            if self.nonuniform_ctl > 0 || exit_varying {
+                self.assigned_nonuniform.extend(assigned.iter().copied());
+            }
+            self.returned_in_loop = saved_ctl.2 || returned;
+            self.left_nonuniform = saved_ctl.3 || returned_nonuniform;
+            self.returned_nonuniform = saved_ctl.4 || returned_nonuniform;
+            self.dead = false;
+            out.push(Node::Loop(Box::new(LoopNode {
+                body: nodes,
+                first,
+                next,
+                enter,
+                exit,
+                do_while,
+                fresh_range: (id_start, id_end),
+            })));
+            out.extend(tail);
+            return;
+        }
+    }
+}
+
+fn h_name(h: &Term) -> Option<&str> {
+    match h {
+        Term::Var(n) => Some(n.as_str()),
+        _ => None,
+    }
+}

@@ -1,0 +1,125 @@
+//! Memory access protocols: the kernel after symbolic execution.
+//!
+//! Every local is replaced by its symbolic value (a [`Term`] over thread, block and grid
+//! variables, see [`crate::terms`]); what remains is a tree of accesses, barriers, branches that
+//! contain barriers, and loops with their iteration variables (loop-carried locals havocked at the
+//! loop head, inductions recognized into ranges). [`align`](crate::align) and
+//! [`split`](crate::split) cut this tree into barrier intervals.
+
+mod exec;
+mod loops;
+
+pub use exec::build;
+
+use cudarace_ir::{AccessId, AccessMode, ArrayId, Span};
+use cudarace_solver::{Sort, Term};
+use std::collections::{BTreeSet, HashMap};
+
+/// One access statement, its index and the path condition under which the thread executes it.
+#[derive(Debug, Clone)]
+pub struct AccInfo {
+    pub id: AccessId,
+    pub array: ArrayId,
+    pub mode: AccessMode,
+    /// One term per dimension, or one flat offset when `flat`.
+    pub index: Vec<Term>,
+    pub flat: bool,
+    /// The stored value (writes), when known.
+    pub value: Option<Term>,
+    /// Path condition (branch conditions, loop ranges, not-yet-returned).
+    pub guard: Term,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncKind {
+    Block,
+    /// `__syncwarp` with the full mask (a partial mask is treated as no barrier: sound for races).
+    Warp,
+    Grid,
+}
+
+#[derive(Debug, Clone)]
+pub struct SyncInfo {
+    pub kind: SyncKind,
+    /// Path condition: whether the thread reaches the barrier (branches, loop conditions, exits).
+    pub guard: Term,
+    /// Facts about the values in `guard` (ranges of loop variables); not reach conditions.
+    pub facts: Term,
+    pub span: Span,
+    /// The innermost thread-dependent condition or early exit on the path to the barrier.
+    pub cause: Option<(Span, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Node {
+    Acc(usize),
+    Sync(usize),
+    /// Unmodelled code that might contain a barrier: treated as no barrier (sound for races).
+    MaybeSync(Span),
+    Branch {
+        cond: Term,
+        then_branch: Vec<Node>,
+        else_branch: Vec<Node>,
+    },
+    Loop(Box<LoopNode>),
+}
+
+#[derive(Debug, Clone)]
+pub struct LoopNode {
+    /// Condition effects, body and step of one iteration, in terms of the head variables.
+    pub body: Vec<Node>,
+    /// Head variables → their values in the first iteration.
+    pub first: HashMap<String, Term>,
+    /// Head variables → their values in the next iteration; values created in the body → fresh
+    /// copies (the next iteration reads other data).
+    pub next: HashMap<String, Term>,
+    /// The loop runs its first iteration.
+    pub enter: Term,
+    /// The current iteration is the last one.
+    pub exit: Term,
+    pub do_while: bool,
+    /// Counter range of the values created while executing the body: when the loop is not
+    /// synchronized, its block-uniform values are per thread (threads run iterations independently).
+    pub fresh_range: (u32, u32),
+}
+
+#[derive(Debug, Clone)]
+pub struct VarInfo {
+    pub sort: Sort,
+    /// Why this value is unknown (data, opaque code, approximation); `None` for exact values.
+    pub reason: Option<String>,
+    pub lo: Option<i64>,
+    pub hi: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Protocol {
+    pub accs: Vec<AccInfo>,
+    pub syncs: Vec<SyncInfo>,
+    pub root: Vec<Node>,
+    /// Keyed by the name without its `$`/`%` prefix.
+    pub vars: HashMap<String, VarInfo>,
+    /// Arrays an opaque effect may touch, with the reason.
+    pub opaque_arrays: Vec<(ArrayId, String)>,
+    /// Unmodelled code that may synchronize.
+    pub may_sync: Vec<Span>,
+    /// Dimensions mentioned by threadIdx/blockDim (block) and blockIdx/gridDim (grid).
+    pub block_dims_used: [bool; 3],
+    pub grid_dims_used: [bool; 3],
+    pub has_warp_sync: bool,
+    pub has_grid_sync: bool,
+    pub written: BTreeSet<ArrayId>,
+}
+
+/// The name without its `$`/`%` prefix.
+pub fn base_name(v: &str) -> &str {
+    v.strip_prefix('$')
+        .or_else(|| v.strip_prefix('%'))
+        .unwrap_or(v)
+}
+
+/// The counter id of a value created during symbolic execution (`name@id`).
+pub fn fresh_id(v: &str) -> Option<u32> {
+    v.rsplit_once('@').and_then(|(_, n)| n.parse().ok())
+}

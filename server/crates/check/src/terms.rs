@@ -1,0 +1,385 @@
+//! Small constructors and traversals over [`Term`] with constant folding, so that the formulas the
+//! checker builds stay readable and the hashes of unchanged questions stay stable.
+//!
+//! Variable naming before a query is built ("internal" names):
+//! - `$name` — differs per thread (threadIdx, per-thread unknowns, unaligned loop variables);
+//! - `%name` — the same for every thread of one block (blockIdx, uniform unknowns, aligned loop
+//!   variables of synchronized loops);
+//! - plain `name` — the same for the whole grid (blockDim, gridDim, kernel parameters).
+//!
+//! Names of values created during symbolic execution carry `@<n>`, a kernel-global counter that
+//! `encode` replaces by a per-query ordinal before the query is hashed.
+
+use cudarace_solver::Term;
+use std::collections::{BTreeSet, HashMap};
+
+pub fn int(v: i64) -> Term {
+    Term::Int(v)
+}
+
+pub fn tru() -> Term {
+    Term::Bool(true)
+}
+
+pub fn as_int(t: &Term) -> Option<i64> {
+    match t {
+        Term::Int(v) => Some(*v),
+        _ => None,
+    }
+}
+
+pub fn and(ts: Vec<Term>) -> Term {
+    let mut out = Vec::new();
+    for t in ts {
+        match t {
+            Term::Bool(true) => {}
+            Term::Bool(false) => return Term::Bool(false),
+            Term::And(inner) => out.extend(inner),
+            other => {
+                if !out.contains(&other) {
+                    out.push(other)
+                }
+            }
+        }
+    }
+    match out.len() {
+        0 => Term::Bool(true),
+        1 => out.pop().unwrap_or(Term::Bool(true)),
+        _ => Term::And(out),
+    }
+}
+
+pub fn or(ts: Vec<Term>) -> Term {
+    let mut out = Vec::new();
+    for t in ts {
+        match t {
+            Term::Bool(false) => {}
+            Term::Bool(true) => return Term::Bool(true),
+            Term::Or(inner) => out.extend(inner),
+            other => {
+                if !out.contains(&other) {
+                    out.push(other)
+                }
+            }
+        }
+    }
+    match out.len() {
+        0 => Term::Bool(false),
+        1 => out.pop().unwrap_or(Term::Bool(false)),
+        _ => Term::Or(out),
+    }
+}
+
+pub fn not(t: Term) -> Term {
+    match t {
+        Term::Bool(b) => Term::Bool(!b),
+        Term::Not(inner) => *inner,
+        other => Term::Not(Box::new(other)),
+    }
+}
+
+pub fn add(a: Term, b: Term) -> Term {
+    match (&a, &b) {
+        (Term::Int(x), Term::Int(y)) => match x.checked_add(*y) {
+            Some(v) => Term::Int(v),
+            None => Term::Add(vec![a, b]),
+        },
+        (Term::Int(0), _) => b,
+        (_, Term::Int(0)) => a,
+        _ => Term::Add(vec![a, b]),
+    }
+}
+
+pub fn sub(a: Term, b: Term) -> Term {
+    match (&a, &b) {
+        (Term::Int(x), Term::Int(y)) => match x.checked_sub(*y) {
+            Some(v) => Term::Int(v),
+            None => Term::sub(a, b),
+        },
+        (_, Term::Int(0)) => a,
+        _ => Term::sub(a, b),
+    }
+}
+
+pub fn mul(a: Term, b: Term) -> Term {
+    match (&a, &b) {
+        (Term::Int(x), Term::Int(y)) => match x.checked_mul(*y) {
+            Some(v) => Term::Int(v),
+            None => Term::Mul(vec![a, b]),
+        },
+        (Term::Int(1), _) => b,
+        (_, Term::Int(1)) => a,
+        (Term::Int(0), _) | (_, Term::Int(0)) => Term::Int(0),
+        _ => Term::Mul(vec![a, b]),
+    }
+}
+
+pub fn div(a: Term, b: Term) -> Term {
+    match (&a, &b) {
+        (Term::Int(x), Term::Int(y)) if *y != 0 => match x.checked_div(*y) {
+            Some(v) => Term::Int(v),
+            None => Term::Div(Box::new(a), Box::new(b)),
+        },
+        (_, Term::Int(1)) => a,
+        _ => Term::Div(Box::new(a), Box::new(b)),
+    }
+}
+
+pub fn rem(a: Term, b: Term) -> Term {
+    match (&a, &b) {
+        (Term::Int(x), Term::Int(y)) if *y != 0 => match x.checked_rem(*y) {
+            Some(v) => Term::Int(v),
+            None => Term::Rem(Box::new(a), Box::new(b)),
+        },
+        _ => Term::Rem(Box::new(a), Box::new(b)),
+    }
+}
+
+pub fn modulo(a: Term, b: Term) -> Term {
+    match (&a, &b) {
+        (Term::Int(x), Term::Int(y)) if *y != 0 => Term::Int(x.rem_euclid(*y)),
+        (_, Term::Int(1)) | (_, Term::Int(-1)) => Term::Int(0),
+        _ => Term::Mod(Box::new(a), Box::new(b)),
+    }
+}
+
+pub fn eq(a: Term, b: Term) -> Term {
+    if a == b {
+        return Term::Bool(true);
+    }
+    match (&a, &b) {
+        (Term::Int(x), Term::Int(y)) => Term::Bool(x == y),
+        (Term::Bool(x), Term::Bool(y)) => Term::Bool(x == y),
+        _ => Term::eq(a, b),
+    }
+}
+
+pub fn lt(a: Term, b: Term) -> Term {
+    match (&a, &b) {
+        (Term::Int(x), Term::Int(y)) => Term::Bool(x < y),
+        _ if a == b => Term::Bool(false),
+        _ => Term::lt(a, b),
+    }
+}
+
+pub fn le(a: Term, b: Term) -> Term {
+    match (&a, &b) {
+        (Term::Int(x), Term::Int(y)) => Term::Bool(x <= y),
+        _ if a == b => Term::Bool(true),
+        _ => Term::le(a, b),
+    }
+}
+
+pub fn ite(c: Term, a: Term, b: Term) -> Term {
+    match c {
+        Term::Bool(true) => a,
+        Term::Bool(false) => b,
+        _ if a == b => a,
+        c => Term::ite(c, a, b),
+    }
+}
+
+/// Rebuild `t` with every variable passed through `f` (`None` keeps it).
+pub fn map_vars(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Term {
+    let m = |ts: &[Term], f: &mut dyn FnMut(&str) -> Option<Term>| -> Vec<Term> {
+        ts.iter().map(|x| map_vars(x, f)).collect()
+    };
+    match t {
+        Term::Int(_) | Term::Bool(_) => t.clone(),
+        Term::Var(v) => f(v).unwrap_or_else(|| t.clone()),
+        Term::Add(ts) => Term::Add(m(ts, f)),
+        Term::Mul(ts) => Term::Mul(m(ts, f)),
+        Term::And(ts) => Term::And(m(ts, f)),
+        Term::Or(ts) => Term::Or(m(ts, f)),
+        Term::Sub(a, b) => Term::Sub(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
+        Term::Div(a, b) => Term::Div(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
+        Term::Rem(a, b) => Term::Rem(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
+        Term::Mod(a, b) => Term::Mod(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
+        Term::Eq(a, b) => Term::Eq(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
+        Term::Lt(a, b) => Term::Lt(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
+        Term::Le(a, b) => Term::Le(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
+        Term::Implies(a, b) => Term::Implies(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
+        Term::Neg(a) => Term::Neg(Box::new(map_vars(a, f))),
+        Term::Not(a) => Term::Not(Box::new(map_vars(a, f))),
+        Term::Ite(c, a, b) => Term::Ite(
+            Box::new(map_vars(c, f)),
+            Box::new(map_vars(a, f)),
+            Box::new(map_vars(b, f)),
+        ),
+        Term::Bit {
+            op,
+            width,
+            signed,
+            args,
+        } => Term::Bit {
+            op: *op,
+            width: *width,
+            signed: *signed,
+            args: m(args, f),
+        },
+    }
+}
+
+/// Replace variables by terms (simultaneously), folding constants in the result.
+pub fn subst(t: &Term, map: &HashMap<String, Term>) -> Term {
+    if map.is_empty() {
+        return t.clone();
+    }
+    simplify(&map_vars(t, &mut |v| map.get(v).cloned()))
+}
+
+/// Rebuild `t` bottom-up through the folding constructors.
+pub fn simplify(t: &Term) -> Term {
+    let s = |x: &Term| simplify(x);
+    match t {
+        Term::Int(_) | Term::Bool(_) | Term::Var(_) => t.clone(),
+        Term::Add(ts) => ts.iter().map(s).reduce(add).unwrap_or(int(0)),
+        Term::Mul(ts) => ts.iter().map(s).reduce(mul).unwrap_or(int(1)),
+        Term::And(ts) => and(ts.iter().map(s).collect()),
+        Term::Or(ts) => or(ts.iter().map(s).collect()),
+        Term::Sub(a, b) => sub(s(a), s(b)),
+        Term::Div(a, b) => div(s(a), s(b)),
+        Term::Rem(a, b) => rem(s(a), s(b)),
+        Term::Mod(a, b) => modulo(s(a), s(b)),
+        Term::Eq(a, b) => eq(s(a), s(b)),
+        Term::Lt(a, b) => lt(s(a), s(b)),
+        Term::Le(a, b) => le(s(a), s(b)),
+        Term::Implies(a, b) => match (s(a), s(b)) {
+            (Term::Bool(false), _) | (_, Term::Bool(true)) => tru(),
+            (Term::Bool(true), b) => b,
+            (a, b) => Term::implies(a, b),
+        },
+        Term::Neg(a) => match s(a) {
+            Term::Int(v) => v
+                .checked_neg()
+                .map(int)
+                .unwrap_or(Term::Neg(Box::new(int(v)))),
+            a => Term::Neg(Box::new(a)),
+        },
+        Term::Not(a) => not(s(a)),
+        Term::Ite(c, a, b) => ite(s(c), s(a), s(b)),
+        Term::Bit {
+            op,
+            width,
+            signed,
+            args,
+        } => Term::Bit {
+            op: *op,
+            width: *width,
+            signed: *signed,
+            args: args.iter().map(s).collect(),
+        },
+    }
+}
+
+pub fn collect_vars(t: &Term, out: &mut BTreeSet<String>) {
+    visit_vars(t, &mut |v| {
+        out.insert(v.to_string());
+    });
+}
+
+/// Visit variables in a deterministic (left-to-right, depth-first) order.
+pub fn visit_vars(t: &Term, f: &mut dyn FnMut(&str)) {
+    match t {
+        Term::Int(_) | Term::Bool(_) => {}
+        Term::Var(v) => f(v),
+        Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => {
+            ts.iter().for_each(|x| visit_vars(x, f))
+        }
+        Term::Bit { args, .. } => args.iter().for_each(|x| visit_vars(x, f)),
+        Term::Sub(a, b)
+        | Term::Div(a, b)
+        | Term::Rem(a, b)
+        | Term::Mod(a, b)
+        | Term::Eq(a, b)
+        | Term::Lt(a, b)
+        | Term::Le(a, b)
+        | Term::Implies(a, b) => {
+            visit_vars(a, f);
+            visit_vars(b, f)
+        }
+        Term::Neg(a) | Term::Not(a) => visit_vars(a, f),
+        Term::Ite(c, a, b) => {
+            visit_vars(c, f);
+            visit_vars(a, f);
+            visit_vars(b, f)
+        }
+    }
+}
+
+pub fn mentions(t: &Term, pred: &dyn Fn(&str) -> bool) -> bool {
+    let mut found = false;
+    visit_vars(t, &mut |v| found |= pred(v));
+    found
+}
+
+/// Does the value possibly differ between two threads of one block?
+pub fn thread_varying(t: &Term) -> bool {
+    mentions(t, &|v| v.starts_with('$'))
+}
+
+/// Does the value possibly differ between blocks (or threads)?
+pub fn block_varying(t: &Term) -> bool {
+    mentions(t, &|v| v.starts_with('$') || v.starts_with('%'))
+}
+
+pub fn mentions_var(t: &Term, name: &str) -> bool {
+    mentions(t, &|v| v == name)
+}
+
+/// A compact infix rendering (debugging and test messages).
+pub fn show(t: &Term) -> String {
+    let list = |ts: &[Term], sep: &str| ts.iter().map(show).collect::<Vec<_>>().join(sep);
+    match t {
+        Term::Int(v) => v.to_string(),
+        Term::Bool(b) => b.to_string(),
+        Term::Var(v) => v.clone(),
+        Term::Add(ts) => format!("({})", list(ts, " + ")),
+        Term::Mul(ts) => format!("({})", list(ts, " * ")),
+        Term::And(ts) => format!("({})", list(ts, " && ")),
+        Term::Or(ts) => format!("({})", list(ts, " || ")),
+        Term::Sub(a, b) => format!("({} - {})", show(a), show(b)),
+        Term::Div(a, b) => format!("({} / {})", show(a), show(b)),
+        Term::Rem(a, b) => format!("({} % {})", show(a), show(b)),
+        Term::Mod(a, b) => format!("({} mod {})", show(a), show(b)),
+        Term::Eq(a, b) => format!("({} == {})", show(a), show(b)),
+        Term::Lt(a, b) => format!("({} < {})", show(a), show(b)),
+        Term::Le(a, b) => format!("({} <= {})", show(a), show(b)),
+        Term::Implies(a, b) => format!("({} => {})", show(a), show(b)),
+        Term::Neg(a) => format!("-{}", show(a)),
+        Term::Not(a) => format!("!{}", show(a)),
+        Term::Ite(c, a, b) => format!("({} ? {} : {})", show(c), show(a), show(b)),
+        Term::Bit { op, args, .. } => format!("{op:?}({})", list(args, ", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folding_keeps_terms_small() {
+        assert_eq!(add(int(2), int(3)), int(5));
+        assert_eq!(and(vec![tru(), Term::var("x"), tru()]), Term::var("x"));
+        assert_eq!(or(vec![Term::Bool(false), tru()]), tru());
+        assert_eq!(not(not(Term::var("b"))), Term::var("b"));
+        assert_eq!(modulo(int(-3), int(4)), int(1));
+    }
+
+    #[test]
+    fn substitution_is_simultaneous() {
+        let mut m = HashMap::new();
+        m.insert("a".to_string(), Term::var("b"));
+        m.insert("b".to_string(), Term::var("a"));
+        let t = Term::sub(Term::var("a"), Term::var("b"));
+        assert_eq!(subst(&t, &m), Term::sub(Term::var("b"), Term::var("a")));
+    }
+
+    #[test]
+    fn varying_by_prefix() {
+        assert!(thread_varying(&add(Term::var("$tid.x"), int(1))));
+        assert!(!thread_varying(&Term::var("%bid.x")));
+        assert!(block_varying(&Term::var("%bid.x")));
+        assert!(!block_varying(&Term::var("blockDim.x")));
+    }
+}

@@ -1,0 +1,195 @@
+//! The command line.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cudarace",
+    version,
+    about = "Finds data races and barrier divergence in CUDA kernels"
+)]
+pub struct Cli {
+    /// Log filter for messages on stderr (`error`, `warn`, `info`, `debug`, `trace`, or
+    /// tracing's `target=level` syntax). Default: the `CUDARACE_LOG` variable, else `warn`
+    /// (without the solver pool's per-query timeout warnings).
+    #[arg(long, global = true, value_name = "FILTER")]
+    pub log_level: Option<String>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check CUDA files for data races and barrier divergence.
+    ///
+    /// Exit status: 0 when every kernel is race-free and convergent, 1 when something was found,
+    /// could not be decided, or a file could not be analysed, 2 on usage or I/O errors.
+    Check(CheckArgs),
+    /// Run the language server on stdin/stdout.
+    Lsp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+    Sarif,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+
+    /// Block size of every launch, `X[,Y[,Z]]` (missing dimensions are 1). Overrides annotations
+    /// and launch sites in the files.
+    #[arg(long, value_name = "X[,Y[,Z]]", value_parser = parse_block_dim)]
+    pub block_dim: Option<[u64; 3]>,
+
+    /// Grid size of every launch, `X[,Y[,Z]]` (missing dimensions are 1).
+    #[arg(long, value_name = "X[,Y[,Z]]", value_parser = parse_grid_dim)]
+    pub grid_dim: Option<[u64; 3]>,
+
+    /// Check only the kernel(s) with this name.
+    #[arg(long, value_name = "NAME")]
+    pub kernel: Option<String>,
+
+    /// Time limit of one solver query, in milliseconds.
+    #[arg(long, value_name = "N", default_value_t = 2000,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub timeout_ms: u64,
+
+    /// Time limit for all solver queries of one kernel, in milliseconds.
+    #[arg(long, value_name = "N", default_value_t = 60_000,
+          value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub kernel_timeout_ms: u64,
+
+    /// Solver threads (default: the number of CPUs).
+    #[arg(long, short = 'j', value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub jobs: Option<u64>,
+
+    /// Folder searched for `#include "…"` (after the including file's folder); repeatable.
+    #[arg(long = "include", short = 'I', value_name = "DIR")]
+    pub include_dirs: Vec<PathBuf>,
+
+    /// Preprocessor definition `NAME[=VALUE]`; repeatable.
+    #[arg(long = "define", short = 'D', value_name = "NAME[=VALUE]", value_parser = parse_define)]
+    pub defines: Vec<(String, String)>,
+
+    /// Do not check pairs of threads in different blocks (global memory).
+    #[arg(long)]
+    pub no_grid_checks: bool,
+
+    /// Colors in human output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    /// Files and folders to check; folders are searched for `.cu` and `.cuh` files.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+/// Parses `X[,Y[,Z]]` (also `XxY`); every size at least 1; missing dimensions are 1.
+fn parse_dims(s: &str) -> Result<[u64; 3], String> {
+    let parts: Vec<&str> = s.split([',', 'x']).map(str::trim).collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err("expected one to three sizes, like 256 or 16,16".to_string());
+    }
+    let mut dims = [1u64; 3];
+    for (i, part) in parts.iter().enumerate() {
+        let v: u64 = part
+            .parse()
+            .map_err(|_| format!("`{part}` is not a positive integer (expected X[,Y[,Z]])"))?;
+        if v == 0 {
+            return Err("sizes must be at least 1".to_string());
+        }
+        dims[i] = v;
+    }
+    Ok(dims)
+}
+
+/// CUDA's limits on a block: x, y ≤ 1024, z ≤ 64, at most 1024 threads.
+pub fn parse_block_dim(s: &str) -> Result<[u64; 3], String> {
+    let d = parse_dims(s)?;
+    if d[0] > 1024 || d[1] > 1024 || d[2] > 64 {
+        return Err("a block is at most 1024 × 1024 × 64".to_string());
+    }
+    let threads = d[0] * d[1] * d[2];
+    if threads > 1024 {
+        return Err(format!("a block has at most 1024 threads, not {threads}"));
+    }
+    Ok(d)
+}
+
+/// CUDA's limits on a grid: x < 2^31, y, z ≤ 65535.
+pub fn parse_grid_dim(s: &str) -> Result<[u64; 3], String> {
+    let d = parse_dims(s)?;
+    if d[0] >= 1 << 31 || d[1] > 65535 || d[2] > 65535 {
+        return Err("a grid is at most (2^31 - 1) × 65535 × 65535".to_string());
+    }
+    Ok(d)
+}
+
+/// `NAME=VALUE` or `NAME` (value empty, which the front end reads as 1).
+fn parse_define(s: &str) -> Result<(String, String), String> {
+    let (name, value) = s.split_once('=').unwrap_or((s, ""));
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(format!("`{name}` is not a macro name"));
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims() {
+        assert_eq!(parse_block_dim("256"), Ok([256, 1, 1]));
+        assert_eq!(parse_block_dim("16,16"), Ok([16, 16, 1]));
+        assert_eq!(parse_block_dim("8x8x4"), Ok([8, 8, 4]));
+        assert_eq!(parse_block_dim(" 4 , 4 "), Ok([4, 4, 1]));
+        assert!(parse_block_dim("2048").is_err());
+        assert!(parse_block_dim("64,64").unwrap_err().contains("4096"));
+        assert!(parse_block_dim("1,1,128").is_err());
+        assert!(parse_block_dim("0").is_err());
+        assert!(parse_block_dim("1,2,3,4").is_err());
+        assert!(parse_block_dim("a").is_err());
+        assert!(parse_block_dim("").is_err());
+        assert!(parse_block_dim("-1").is_err());
+        assert_eq!(parse_grid_dim("2147483647"), Ok([2147483647, 1, 1]));
+        assert!(parse_grid_dim("2147483648").is_err());
+        assert!(parse_grid_dim("1,65536").is_err());
+    }
+
+    #[test]
+    fn defines() {
+        assert_eq!(parse_define("N=4"), Ok(("N".into(), "4".into())));
+        assert_eq!(parse_define("DEBUG"), Ok(("DEBUG".into(), "".into())));
+        assert_eq!(parse_define("A=x=y"), Ok(("A".into(), "x=y".into())));
+        assert!(parse_define("=3").is_err());
+        assert!(parse_define("1X").is_err());
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,364 @@
+//! The `cudarace` binary end to end: exit codes, output formats, options, and bad input.
+//! Runs in the crate folder so that reported paths are `tests/data/…`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cudarace"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("CUDARACE_LOG")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the cudarace binary runs")
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exited, not killed by a signal")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\n{}",
+            stdout(out),
+            stderr(out)
+        )
+    })
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cudarace-cli-{}-{}", name, std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn race_free_file_exits_0() {
+    let out = run(&["check", "tests/data/clean.cu"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("kernel `last_of_block`: race-free"), "{text}");
+    assert!(
+        text.contains("summary: 1 kernel in 1 file: 1 race-free"),
+        "{text}"
+    );
+}
+
+#[test]
+fn racy_file_exits_1_and_shows_both_accesses() {
+    let out = run(&["check", "tests/data/racy.cu"]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("error[data-race]"), "{text}");
+    assert!(text.contains("kernel `shift`: racy"), "{text}");
+    assert!(text.contains("kernel `stage`: race-free"), "{text}");
+    // Both source lines of the pair are shown.
+    assert!(text.contains("s[t] = t;"), "{text}");
+    assert!(text.contains("s[t + 1]"), "{text}");
+    assert!(text.contains("thread A: threadIdx="), "{text}");
+}
+
+#[test]
+fn divergent_barrier_exits_1() {
+    let out = run(&["check", "--format", "json", "tests/data/divergent.cu"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["kernels"][0]["verdict"], "divergent");
+    assert_eq!(v["findings"][0]["kind"], "barrier-divergence");
+    assert_eq!(v["findings"][0]["line"], 6);
+    assert!(v["findings"][0].get("array").is_none());
+}
+
+#[test]
+fn json_output_shape() {
+    let out = run(&["check", "--format", "json", "tests/data/racy.cu"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["version"], 1);
+    let finding = &v["findings"][0];
+    assert_eq!(finding["kind"], "data-race");
+    assert_eq!(finding["array"], "s");
+    assert_eq!(finding["file"], "tests/data/racy.cu");
+    for key in [
+        "thread_a", "thread_b", "cell", "params", "blockDim", "gridDim",
+    ] {
+        assert!(
+            finding["witness"].get(key).is_some(),
+            "witness lacks {key}: {finding}"
+        );
+    }
+    insta::assert_json_snapshot!(v, {
+        ".kernels[].time_ms" => "[time]",
+        ".findings[].witness" => "[witness]",
+    });
+}
+
+#[test]
+fn kernel_filter() {
+    let out = run(&[
+        "check",
+        "--format",
+        "json",
+        "--kernel",
+        "stage",
+        "tests/data/racy.cu",
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let v = json(&out);
+    let names: Vec<&str> = v["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["stage"]);
+
+    let out = run(&["check", "--kernel", "no_such_kernel", "tests/data/racy.cu"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("no kernel named `no_such_kernel`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn launch_dimension_errors_are_usage_errors() {
+    for bad in ["0", "64,64", "1,1,65", "abc", "1,2,3,4", "-4", ""] {
+        let arg = format!("--block-dim={bad}");
+        let out = run(&["check", &arg, "tests/data/clean.cu"]);
+        assert_eq!(code(&out), 2, "--block-dim {bad:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("--block-dim"), "{}", stderr(&out));
+    }
+    let out = run(&["check", "--grid-dim", "1,70000", "tests/data/clean.cu"]);
+    assert_eq!(code(&out), 2);
+    let out = run(&[
+        "check",
+        "--block-dim",
+        "256",
+        "--grid-dim",
+        "64",
+        "tests/data/clean.cu",
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+}
+
+#[test]
+fn launch_override_reaches_the_report() {
+    let out = run(&[
+        "check",
+        "--format",
+        "json",
+        "--block-dim",
+        "32",
+        "tests/data/racy.cu",
+    ]);
+    let v = json(&out);
+    let witness = &v["findings"][0]["witness"];
+    assert_eq!(witness["blockDim"], serde_json::json!([32, 1, 1]), "{v}");
+}
+
+#[test]
+fn folder_argument_checks_cuda_files_below_it_in_order() {
+    let out = run(&["check", "--format", "json", "tests/data/tree"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let v = json(&out);
+    let files: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["tests/data/tree/a.cu", "tests/data/tree/sub/b.cuh"]);
+    assert_eq!(v["summary"]["race_free"], 2);
+}
+
+#[test]
+fn missing_path_exits_2() {
+    let out = run(&["check", "tests/data/does-not-exist.cu"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("does-not-exist.cu: no such file or directory"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty());
+}
+
+#[test]
+fn folder_without_cuda_files_exits_2() {
+    let dir = temp_dir("empty");
+    let out = run(&["check", dir.to_str().unwrap()]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(code(&run(&["check"])), 2);
+    assert_eq!(
+        code(&run(&["check", "--format", "xml", "tests/data/clean.cu"])),
+        2
+    );
+    assert_eq!(code(&run(&["frobnicate"])), 2);
+    assert_eq!(
+        code(&run(&["check", "--timeout-ms", "0", "tests/data/clean.cu"])),
+        2
+    );
+    assert_eq!(code(&run(&["--help"])), 0);
+}
+
+#[test]
+fn binary_file_is_a_clear_error_not_a_crash() {
+    let dir = temp_dir("binary");
+    let bin = dir.join("blob.cu");
+    std::fs::write(&bin, b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0>\0").unwrap();
+    let out = run(&["check", bin.to_str().unwrap()]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("binary file"), "{text}");
+    assert!(text.contains("1 file not analysed"), "{text}");
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+
+    // With other files, the good ones are still checked.
+    let out = run(&[
+        "check",
+        "--format",
+        "json",
+        bin.to_str().unwrap(),
+        "tests/data/clean.cu",
+    ]);
+    assert_eq!(code(&out), 1);
+    let v = json(&out);
+    assert!(v["files"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("binary file"));
+    assert_eq!(v["kernels"][0]["verdict"], "race-free");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sarif_output_for_code_scanning() {
+    let out = run(&["check", "--format", "sarif", "tests/data/racy.cu"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["version"], "2.1.0");
+    let run0 = &v["runs"][0];
+    assert_eq!(run0["tool"]["driver"]["name"], "cudarace");
+    let result = &run0["results"][0];
+    assert_eq!(result["ruleId"], "data-race");
+    let loc = &result["locations"][0]["physicalLocation"];
+    // Relative to the working directory, with forward slashes.
+    assert_eq!(loc["artifactLocation"]["uri"], "tests/data/racy.cu");
+    let line = loc["region"]["startLine"].as_u64().unwrap();
+    assert!(
+        line == 6 || line == 8,
+        "the race is on line 6 or 8, got {line}"
+    );
+    assert!(result["relatedLocations"]
+        .as_array()
+        .is_some_and(|r| !r.is_empty()));
+    assert!(result["properties"]["witness"].is_object());
+}
+
+#[test]
+fn data_files_exist() {
+    // The fixtures above are part of this crate; fail clearly if they move.
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    for f in [
+        "clean.cu",
+        "racy.cu",
+        "tree/a.cu",
+        "tree/sub/b.cuh",
+        "tree/notes.txt",
+    ] {
+        assert!(data.join(f).is_file(), "missing {f}");
+    }
+}
+
+/// One LSP message with its header.
+fn lsp_message(body: &str) -> String {
+    format!("Content-Length: {}\r\n\r\n{}", body.len(), body)
+}
+
+#[test]
+fn lsp_subcommand_speaks_the_protocol_on_stdio() {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cudarace"))
+        .arg("lsp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the cudarace binary runs");
+    // Read on a thread so that a server that does not answer fails the test instead of hanging it.
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut out = String::new();
+    let read_until = |needle: &str, out: &mut String| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !out.contains(needle) {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(chunk) => out.push_str(&String::from_utf8_lossy(&chunk)),
+                Err(_) => return false,
+            }
+        }
+        true
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"rootUri":null,"capabilities":{}}}"#;
+    stdin.write_all(lsp_message(initialize).as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let answered = read_until("\"capabilities\"", &mut out);
+    if !answered {
+        let _ = child.kill();
+        panic!("no answer to `initialize`: {out}");
+    }
+    assert!(out.starts_with("Content-Length:"), "{out}");
+    let mut rest = String::new();
+    rest += &lsp_message(r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#);
+    rest += &lsp_message(r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#);
+    stdin.write_all(rest.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let shut_down = read_until("\"id\":2", &mut out);
+    stdin
+        .write_all(lsp_message(r#"{"jsonrpc":"2.0","method":"exit"}"#).as_bytes())
+        .unwrap();
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the language server did not exit after `exit`: {out}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(shut_down, "no answer to `shutdown`: {out}");
+    assert!(status.success(), "{status:?}: {out}");
+}

@@ -1,0 +1,176 @@
+//! Hover: the witness of a finding as Markdown, or a kernel's verdict on its name.
+
+use cudarace_ir::{Confidence, Finding, FindingKind, KernelReport, ThreadWitness};
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+fn dims(d: [i64; 3]) -> String {
+    format!("({}, {}, {})", d[0], d[1], d[2])
+}
+
+fn cell(array: Option<&str>, cell: &[i64]) -> String {
+    let name = array.unwrap_or("?");
+    if cell.is_empty() {
+        format!("`{name}`")
+    } else {
+        let idx: Vec<String> = cell.iter().map(|c| format!("[{c}]")).collect();
+        format!("`{name}{}`", idx.join(""))
+    }
+}
+
+fn loop_value(t: &ThreadWitness, var: &str) -> String {
+    t.loop_vars
+        .get(var)
+        .map_or_else(|| "—".to_string(), |v| v.to_string())
+}
+
+/// Markdown for a finding: what, the two threads, the values the solver chose, and the confidence.
+pub fn finding_markdown(report: &KernelReport, finding: &Finding) -> String {
+    let w = &finding.witness;
+    let mut md = String::new();
+    let what = match finding.kind {
+        FindingKind::DataRace => format!(
+            "**data race** on `{}`",
+            finding.array.as_deref().unwrap_or("?")
+        ),
+        FindingKind::BarrierDivergence => "**barrier divergence**".to_string(),
+    };
+    let confidence = match finding.confidence {
+        Confidence::Definite => "definite",
+        Confidence::Possible => "possible",
+    };
+    let _ = writeln!(md, "{what} in kernel `{}` ({confidence})\n", report.name);
+    let _ = writeln!(md, "{}\n", finding.message);
+    let _ = writeln!(md, "| | thread A | thread B |\n|---|---|---|");
+    let _ = writeln!(
+        md,
+        "| threadIdx | {} | {} |",
+        dims(w.thread_a.thread_idx),
+        dims(w.thread_b.thread_idx)
+    );
+    let _ = writeln!(
+        md,
+        "| blockIdx | {} | {} |",
+        dims(w.thread_a.block_idx),
+        dims(w.thread_b.block_idx)
+    );
+    let vars: BTreeSet<&String> = w
+        .thread_a
+        .loop_vars
+        .keys()
+        .chain(w.thread_b.loop_vars.keys())
+        .collect();
+    for var in vars {
+        let _ = writeln!(
+            md,
+            "| `{var}` | {} | {} |",
+            loop_value(&w.thread_a, var),
+            loop_value(&w.thread_b, var)
+        );
+    }
+    if finding.kind == FindingKind::DataRace {
+        let c = cell(finding.array.as_deref(), &w.cell);
+        let _ = writeln!(md, "| cell | {c} | {c} |");
+    }
+    md.push('\n');
+    if !w.params.is_empty() {
+        let params: Vec<String> = w
+            .params
+            .iter()
+            .map(|(k, v)| format!("`{k} = {v}`"))
+            .collect();
+        let _ = writeln!(md, "Parameters: {}  ", params.join(", "));
+    }
+    let _ = writeln!(
+        md,
+        "Launch: blockDim = {}, gridDim = {}  ",
+        dims(w.block_dim),
+        dims(w.grid_dim)
+    );
+    if !report.assumed_launch.is_empty() {
+        let _ = writeln!(md, "Assumed launch: {}  ", report.assumed_launch);
+    }
+    if finding.same_value_write {
+        let _ = writeln!(md, "Both threads store the same constant; this is still a race in the CUDA memory model.  ");
+    }
+    let why = match finding.confidence {
+        Confidence::Definite => "Definite: the witness depends on no unknown value",
+        Confidence::Possible => "Possible: the witness depends on an unknown value",
+    };
+    if finding.confidence_reason.is_empty() {
+        let _ = writeln!(md, "{why}.");
+    } else {
+        let _ = writeln!(
+            md,
+            "{why}: {}.",
+            finding.confidence_reason.trim_end_matches('.')
+        );
+    }
+    md
+}
+
+/// Markdown for a kernel name: verdict, reason, assumed launch, and the cost of the check.
+pub fn kernel_markdown(report: &KernelReport) -> String {
+    let mut md = format!(
+        "kernel `{}`: **{}**\n\n",
+        report.name,
+        report.verdict.as_str()
+    );
+    if let Some(reason) = &report.reason {
+        let _ = writeln!(md, "{reason}\n");
+    }
+    if !report.assumed_launch.is_empty() {
+        let _ = writeln!(md, "Assumed launch: {}  ", report.assumed_launch);
+    }
+    let _ = writeln!(
+        md,
+        "{} finding(s), {} solver queries, {:.1} ms",
+        report.findings.len(),
+        report.queries,
+        report.time_ms
+    );
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostics::tests::{race_report, TEXT};
+
+    #[test]
+    fn witness_table() {
+        let report = race_report(TEXT);
+        let md = finding_markdown(&report, &report.findings[0]);
+        assert!(
+            md.starts_with("**data race** on `a` in kernel `shift` (definite)"),
+            "{md}"
+        );
+        assert!(md.contains("| threadIdx | (1, 0, 0) | (0, 0, 0) |"), "{md}");
+        assert!(md.contains("| `i` | 1 | — |"), "{md}");
+        assert!(md.contains("| cell | `a[1]` | `a[1]` |"), "{md}");
+        assert!(md.contains("`n = 8`"), "{md}");
+        assert!(
+            md.contains("blockDim = (2, 1, 1), gridDim = (1, 1, 1)"),
+            "{md}"
+        );
+        assert!(md.contains("Definite: the witness depends on no unknown value: the indices depend only on thread ids."));
+    }
+
+    #[test]
+    fn divergence_has_no_cell_row() {
+        let mut report = race_report(TEXT);
+        report.findings[0].kind = FindingKind::BarrierDivergence;
+        report.findings[0].confidence = Confidence::Possible;
+        let md = finding_markdown(&report, &report.findings[0]);
+        assert!(md.contains("**barrier divergence**"));
+        assert!(!md.contains("| cell |"));
+        assert!(md.contains("Possible:"));
+    }
+
+    #[test]
+    fn kernel_summary() {
+        let md = kernel_markdown(&race_report(TEXT));
+        assert!(md.contains("kernel `shift`: **racy**"));
+        assert!(md.contains("4 solver queries"));
+    }
+}

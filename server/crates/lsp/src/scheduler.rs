@@ -1,0 +1,285 @@
+//! Background checking: one job per document version, on a blocking thread, never on the LSP
+//! main loop. A job lowers the text, takes unchanged kernels from the report cache, plans the
+//! others, answers their queries from the answer cache or the solver pool, and reports each
+//! kernel as soon as it is finished. A newer version cancels the older job's token: the job stops
+//! waiting and publishes nothing, and its queries are cancelled (dropped from the pool's queue or
+//! interrupted) unless the newer version's check still needs them (see [`crate::inflight`]).
+
+use crate::cache::{kernel_fingerprint, AnswerCache, ReportCache};
+use crate::inflight::{Inflight, Slot};
+use crate::pipeline::tree_sitter::Tree;
+use crate::pipeline::{
+    finish_kernel, lower, plan_kernel, Answer, CancelToken, Options, Query, SolverPool,
+};
+use cudarace_ir::{FileIr, Kernel, KernelReport, SourceFile, Verdict};
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// State shared by all jobs: the solver pool and the caches.
+pub struct Engine {
+    pool: Mutex<Arc<SolverPool>>,
+    workers: Mutex<usize>,
+    pub answers: AnswerCache,
+    pub reports: ReportCache,
+    pub inflight: Inflight,
+}
+
+impl Engine {
+    pub fn new(workers: usize) -> Self {
+        Engine {
+            pool: Mutex::new(Arc::new(SolverPool::new(workers))),
+            workers: Mutex::new(workers),
+            answers: AnswerCache::new(50_000),
+            reports: ReportCache::new(5_000),
+            inflight: Inflight::new(),
+        }
+    }
+
+    pub fn pool(&self) -> Arc<SolverPool> {
+        self.pool.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the pool when the worker count changed; running jobs finish on the old one.
+    pub fn set_workers(&self, workers: usize) {
+        let mut current = self.workers.lock().unwrap_or_else(|p| p.into_inner());
+        if *current != workers {
+            *current = workers;
+            *self.pool.lock().unwrap_or_else(|p| p.into_inner()) =
+                Arc::new(SolverPool::new(workers));
+        }
+    }
+}
+
+/// What a job checks.
+#[derive(Clone)]
+pub struct CheckInput {
+    pub path: Option<PathBuf>,
+    pub text: Arc<str>,
+    pub tree: Tree,
+    pub options: Options,
+}
+
+/// A kernel of the checked version, in file order, with its stable key.
+#[derive(Debug, Clone)]
+pub struct KernelEntry {
+    /// The kernel's name, with `#n` appended for the n-th (n ≥ 2) kernel of the same name.
+    pub key: String,
+    /// Its report, when the report cache already had it.
+    pub cached: Option<KernelReport>,
+}
+
+pub enum CheckEvent {
+    /// The version was lowered: which kernels it has, and the files its spans refer to.
+    Lowered {
+        kernels: Vec<KernelEntry>,
+        files: Arc<Vec<SourceFile>>,
+    },
+    /// A kernel that was not cached is finished.
+    Kernel { key: String, report: KernelReport },
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckTotals {
+    pub kernels_analysed: usize,
+    pub kernels_from_cache: usize,
+    pub queries_solved: usize,
+    pub queries_from_cache: usize,
+    pub time_ms: f64,
+}
+
+fn kernel_keys(file: &FileIr) -> Vec<String> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    file.kernels
+        .iter()
+        .map(|k| {
+            let n = seen.entry(k.name.as_str()).or_insert(0);
+            *n += 1;
+            if *n == 1 {
+                k.name.clone()
+            } else {
+                format!("{}#{}", k.name, n)
+            }
+        })
+        .collect()
+}
+
+/// A report for a kernel the pipeline failed on (a bug in the core, not the user's fault):
+/// unknown, never race-free.
+fn internal_error_report(kernel: &Kernel, what: &str) -> KernelReport {
+    KernelReport {
+        name: kernel.name.clone(),
+        span: kernel.span,
+        name_span: kernel.name_span,
+        verdict: Verdict::Unknown,
+        reason: Some(format!(
+            "internal error in cudarace while {what}; please report it"
+        )),
+        findings: vec![],
+        assumed_launch: String::new(),
+        time_ms: 0.0,
+        queries: 0,
+    }
+}
+
+enum Pending {
+    Ready(Answer),
+    /// Index into the job's held slots.
+    Solving(usize),
+}
+
+/// Checks one version. `only` restricts the check to the kernel with that key (fix verification).
+/// Returns `None` when cancelled (nothing of a cancelled job is published or cached as final).
+pub fn run_check(
+    engine: &Engine,
+    input: &CheckInput,
+    only: Option<&str>,
+    cancel: &CancelToken,
+    emit: &mut dyn FnMut(CheckEvent),
+) -> Option<CheckTotals> {
+    let started = Instant::now();
+    let opts = &input.options;
+    let file = catch_unwind(AssertUnwindSafe(|| {
+        lower(
+            input.path.as_deref(),
+            &input.text,
+            &input.tree,
+            &opts.frontend,
+        )
+    }));
+    let file = match file {
+        Ok(file) => file,
+        Err(_) => {
+            tracing::error!("the front end panicked on {:?}", input.path);
+            emit(CheckEvent::Lowered {
+                kernels: vec![],
+                files: Arc::new(vec![]),
+            });
+            return Some(CheckTotals {
+                time_ms: started.elapsed().as_secs_f64() * 1e3,
+                ..Default::default()
+            });
+        }
+    };
+    if cancel.is_cancelled() {
+        return None;
+    }
+    let keys = kernel_keys(&file);
+    let mut totals = CheckTotals::default();
+    let mut entries = Vec::new();
+    let mut todo = Vec::new();
+    for (kernel, key) in file.kernels.iter().zip(&keys) {
+        if only.is_some_and(|o| o != key) {
+            continue;
+        }
+        let fingerprint = kernel_fingerprint(&file, kernel, &opts.check);
+        let cached = engine.reports.get(fingerprint, kernel.span.start);
+        if let Some(report) = &cached {
+            totals.kernels_from_cache += 1;
+            totals.queries_from_cache += report.queries;
+        } else {
+            todo.push((kernel, key.clone(), fingerprint));
+        }
+        entries.push(KernelEntry {
+            key: key.clone(),
+            cached,
+        });
+    }
+    totals.kernels_analysed = entries.len();
+    emit(CheckEvent::Lowered {
+        kernels: entries,
+        files: Arc::new(file.files.clone()),
+    });
+
+    // Plan every changed kernel and submit all their unanswered queries at once, so that the
+    // pool works on all of them in parallel; then finish the kernels in file order.
+    let pool = engine.pool();
+    let limits = opts.check.limits;
+    let mut held: Vec<Arc<Slot>> = Vec::new();
+    let mut in_job: HashMap<&Query, usize> = HashMap::new();
+    let mut plans = Vec::new();
+    for (kernel, key, fingerprint) in todo {
+        let plan_started = Instant::now();
+        match catch_unwind(AssertUnwindSafe(|| plan_kernel(&file, kernel, &opts.check))) {
+            Ok(plan) => plans.push((kernel, key, fingerprint, plan, plan_started.elapsed())),
+            Err(_) => emit(CheckEvent::Kernel {
+                key,
+                report: internal_error_report(kernel, "planning the kernel"),
+            }),
+        }
+    }
+    let mut planned = Vec::new();
+    for (kernel, key, fingerprint, plan, plan_time) in &plans {
+        let pending: Vec<Pending> = plan
+            .queries
+            .iter()
+            .map(|q| {
+                if let Some(answer) = engine.answers.get(q, limits) {
+                    totals.queries_from_cache += 1;
+                    return Pending::Ready(answer);
+                }
+                if let Some(&i) = in_job.get(q) {
+                    totals.queries_from_cache += 1;
+                    return Pending::Solving(i);
+                }
+                // Joining a query that an earlier check is solving counts as answered from the
+                // cache: this check does not ask the solver.
+                let (slot, submitted) = engine.inflight.acquire(&pool, q, limits);
+                if submitted {
+                    totals.queries_solved += 1;
+                } else {
+                    totals.queries_from_cache += 1;
+                }
+                in_job.insert(q, held.len());
+                held.push(slot);
+                Pending::Solving(held.len() - 1)
+            })
+            .collect();
+        planned.push((*kernel, key, *fingerprint, plan, pending, *plan_time));
+    }
+
+    for (kernel, key, fingerprint, plan, pending, plan_time) in planned {
+        let waited = Instant::now();
+        let mut answers = Vec::with_capacity(pending.len());
+        let mut complete = true;
+        for p in pending {
+            let answer = match p {
+                Pending::Ready(a) => a,
+                Pending::Solving(i) => {
+                    match engine.inflight.wait(&held[i], cancel, &engine.answers) {
+                        Some(answer) => answer,
+                        None => {
+                            // Superseded: the next check may still need these queries.
+                            engine.inflight.release_later(held);
+                            return None;
+                        }
+                    }
+                }
+            };
+            if let Answer::Unknown(reason) = &answer {
+                let reason = reason.to_ascii_lowercase();
+                complete &= !(reason.contains("cancel") || reason.contains("interrupt"));
+            }
+            answers.push(answer);
+        }
+        let time_ms = (plan_time + waited.elapsed()).as_secs_f64() * 1e3;
+        let report = match catch_unwind(AssertUnwindSafe(|| finish_kernel(plan, answers, time_ms)))
+        {
+            Ok(report) => report,
+            Err(_) => internal_error_report(kernel, "reading the solver's answers"),
+        };
+        if complete && !cancel.is_cancelled() {
+            engine.reports.insert(fingerprint, report.clone());
+        }
+        emit(CheckEvent::Kernel {
+            key: key.clone(),
+            report,
+        });
+    }
+    engine.inflight.release(held);
+    totals.time_ms = started.elapsed().as_secs_f64() * 1e3;
+    Some(totals)
+}

@@ -1,0 +1,232 @@
+//! Editor settings, from `initializationOptions` and `workspace/didChangeConfiguration`.
+//!
+//! Accepted either bare or under a `cudarace` key (VS Code sends `{"cudarace": {...}}`):
+//! ```json
+//! { "blockDim": [256], "gridDim": [64, 1, 1], "possibleSeverity": "information",
+//!   "timeoutMs": 2000, "workers": 2, "gridChecks": true, "logLevel": "info",
+//!   "includeDirs": ["/path/include"], "defines": ["TILE=16", "DEBUG"] }
+//! ```
+
+use crate::pipeline::{CheckOptions, FrontendOptions, Limits, Options};
+use cudarace_ir::LaunchConfig;
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::PathBuf;
+use tower_lsp_server::ls_types::DiagnosticSeverity;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SeverityName {
+    Error,
+    Warning,
+    #[default]
+    Information,
+    Hint,
+}
+
+impl SeverityName {
+    pub fn lsp(self) -> DiagnosticSeverity {
+        match self {
+            SeverityName::Error => DiagnosticSeverity::ERROR,
+            SeverityName::Warning => DiagnosticSeverity::WARNING,
+            SeverityName::Information => DiagnosticSeverity::INFORMATION,
+            SeverityName::Hint => DiagnosticSeverity::HINT,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Settings {
+    /// Launch sizes assumed for every kernel (strongest source); up to 3 dims, missing ones stay
+    /// symbolic. `null`/absent: symbolic (narrowed by annotations and launch sites in the file).
+    pub block_dim: Option<Vec<u64>>,
+    pub grid_dim: Option<Vec<u64>>,
+    /// Severity of findings that depend on an unknown value.
+    pub possible_severity: SeverityName,
+    /// Per solver call.
+    pub timeout_ms: u64,
+    /// Solver worker threads; default: available cores.
+    pub workers: Option<usize>,
+    /// Cross-block checks of global memory.
+    pub grid_checks: bool,
+    /// `tracing` filter for the server's stderr log (e.g. `info`, `cudarace_lsp=debug`).
+    pub log_level: Option<String>,
+    /// Like a compiler's `-I`: searched for `#include "…"` after the file's own directory.
+    pub include_dirs: Vec<PathBuf>,
+    /// Like a compiler's `-D`: `NAME=VALUE` or `NAME` (which defines it as `1`).
+    pub defines: Vec<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            block_dim: None,
+            grid_dim: None,
+            possible_severity: SeverityName::Information,
+            timeout_ms: Limits::default().timeout_ms,
+            workers: None,
+            grid_checks: true,
+            log_level: None,
+            include_dirs: vec![],
+            defines: vec![],
+        }
+    }
+}
+
+impl Settings {
+    /// Reads settings from a JSON value (bare or under `cudarace`). `null` gives the defaults.
+    pub fn from_json(value: &Value) -> Result<Settings, String> {
+        let value = match value.get("cudarace") {
+            Some(inner) => inner,
+            None => value,
+        };
+        if value.is_null() {
+            return Ok(Settings::default());
+        }
+        let settings: Settings = serde_json::from_value(value.clone())
+            .map_err(|e| format!("invalid cudarace settings: {e}"))?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        for (name, dims) in [("blockDim", &self.block_dim), ("gridDim", &self.grid_dim)] {
+            if let Some(dims) = dims {
+                if dims.is_empty() || dims.len() > 3 || dims.contains(&0) {
+                    return Err(format!(
+                        "invalid cudarace settings: {name} must have 1 to 3 positive sizes"
+                    ));
+                }
+            }
+        }
+        if self.workers == Some(0) {
+            return Err("invalid cudarace settings: workers must be at least 1".into());
+        }
+        if self
+            .defines
+            .iter()
+            .any(|d| d.split('=').next().is_none_or(|n| n.trim().is_empty()))
+        {
+            return Err("invalid cudarace settings: a define needs a name".into());
+        }
+        if self.timeout_ms == 0 {
+            return Err("invalid cudarace settings: timeoutMs must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// Worker threads for the solver pool: the setting, else the available cores, at least 1.
+    pub fn worker_count(&self) -> usize {
+        self.workers
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            })
+            .max(1)
+    }
+
+    pub fn launch_override(&self) -> LaunchConfig {
+        fn dims(v: &Option<Vec<u64>>) -> [Option<u64>; 3] {
+            let mut out = [None; 3];
+            if let Some(v) = v {
+                for (slot, d) in out.iter_mut().zip(v) {
+                    *slot = Some(*d);
+                }
+                // A dimension the setting leaves out of a given list is 1 (`[256]` is 1-D).
+                for slot in out.iter_mut().skip(v.len()) {
+                    *slot = Some(1);
+                }
+            }
+            out
+        }
+        LaunchConfig {
+            block_dim: dims(&self.block_dim),
+            grid_dim: dims(&self.grid_dim),
+        }
+    }
+
+    pub fn check_options(&self) -> CheckOptions {
+        let mut opts = CheckOptions {
+            launch_override: self.launch_override(),
+            ..Default::default()
+        };
+        opts.limits.timeout_ms = self.timeout_ms;
+        opts.grid_checks = self.grid_checks;
+        opts
+    }
+
+    pub fn options(&self) -> Options {
+        let defines = self
+            .defines
+            .iter()
+            .map(|d| match d.split_once('=') {
+                Some((name, value)) => (name.trim().to_string(), value.trim().to_string()),
+                None => (d.trim().to_string(), "1".to_string()),
+            })
+            .collect();
+        let frontend = FrontendOptions {
+            include_dirs: self.include_dirs.clone(),
+            defines,
+        };
+        Options {
+            frontend,
+            check: self.check_options(),
+            ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_when_absent() {
+        let s = Settings::from_json(&Value::Null).unwrap();
+        assert_eq!(s, Settings::default());
+        assert!(s.worker_count() >= 1);
+        assert!(s.launch_override().is_empty());
+        assert!(s.grid_checks);
+        assert_eq!(s.possible_severity.lsp(), DiagnosticSeverity::INFORMATION);
+    }
+
+    #[test]
+    fn nested_and_bare_forms() {
+        let v = json!({"cudarace": {"blockDim": [256], "possibleSeverity": "warning", "workers": 3,
+                                     "gridChecks": false, "timeoutMs": 500}});
+        let s = Settings::from_json(&v).unwrap();
+        assert_eq!(s.launch_override().block_dim, [Some(256), Some(1), Some(1)]);
+        assert_eq!(s.launch_override().grid_dim, [None, None, None]);
+        assert_eq!(s.possible_severity, SeverityName::Warning);
+        assert_eq!(s.worker_count(), 3);
+        let opts = s.check_options();
+        assert!(!opts.grid_checks);
+        assert_eq!(opts.limits.timeout_ms, 500);
+        let bare = Settings::from_json(&json!({"gridDim": [4, 2], "defines": ["TILE=16", "DEBUG"],
+                                               "includeDirs": ["/inc"]}))
+        .unwrap();
+        let frontend = bare.options().frontend;
+        assert_eq!(
+            frontend.defines,
+            vec![
+                ("TILE".to_string(), "16".to_string()),
+                ("DEBUG".to_string(), "1".to_string())
+            ]
+        );
+        assert_eq!(frontend.include_dirs, vec![PathBuf::from("/inc")]);
+        assert_eq!(bare.launch_override().grid_dim, [Some(4), Some(2), Some(1)]);
+    }
+
+    #[test]
+    fn invalid_values_are_rejected_with_a_message() {
+        assert!(Settings::from_json(&json!({"workers": 0})).is_err());
+        assert!(Settings::from_json(&json!({"blockDim": [0]})).is_err());
+        assert!(Settings::from_json(&json!({"blockDim": [1, 2, 3, 4]})).is_err());
+        assert!(Settings::from_json(&json!({"possibleSeverity": "loud"})).is_err());
+        assert!(Settings::from_json(&json!({"timeoutMs": "fast"})).is_err());
+        assert!(Settings::from_json(&json!({"defines": ["=3"]})).is_err());
+    }
+}

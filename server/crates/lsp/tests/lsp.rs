@@ -1,0 +1,643 @@
+//! End-to-end tests of the language server over in-memory pipes, with the real analysis.
+
+mod harness;
+
+use harness::{apply_edits, position_of, range_of, Client};
+use serde_json::{json, Value};
+
+/// A race between `s[t]` (write) and `s[t + 1]` (read) of neighbouring threads, with non-ASCII
+/// text before the kernel and on the accesses' lines.
+const RACY: &str = "// ünïcødé 😀 before the kernel\n\
+#define N 256\n\
+__global__ void shift(int *out) {\n\
+  __shared__ int s[N];\n\
+  int t = threadIdx.x; /* ü */\n\
+  /*😀*/ s[t] = t;\n\
+  out[blockIdx.x * blockDim.x + t] = s[t + 1];\n\
+}\n";
+
+/// The same race, but only inside a thread-dependent branch: a barrier between the accesses
+/// would be divergent, so no fix may be offered.
+const RACY_IN_BRANCH: &str = "__global__ void branchy(int *out) {\n\
+  __shared__ int s[64];\n\
+  int t = threadIdx.x;\n\
+  if (t < 16) {\n\
+    s[t] = t;\n\
+    out[blockIdx.x * blockDim.x + t] = s[t + 1];\n\
+  }\n\
+}\n";
+
+/// Both accesses of the race in one assignment.
+const SHIFT_IN_PLACE: &str = "__global__ void shift_in_place(int *out) {\n\
+  __shared__ int s[65];\n\
+  int t = threadIdx.x;\n\
+  s[t] = t;\n\
+  __syncthreads();\n\
+  s[t] = s[t + 1];\n\
+  __syncthreads();\n\
+  out[blockIdx.x * blockDim.x + t] = s[t];\n\
+}\n";
+
+/// A barrier that only the threads of the first warp reach.
+const DIVERGENT: &str = "__global__ void half(int *out) {\n\
+  __shared__ int s[64];\n\
+  int t = threadIdx.x;\n\
+  if (t < 32) {\n\
+    s[t] = t;\n\
+    __syncthreads();\n\
+  }\n\
+  out[blockIdx.x * blockDim.x + t] = s[63 - t];\n\
+}\n";
+
+/// Two kernels with host code and comments around them; the second has two barrier intervals.
+const TWO_KERNELS: &str = "// a comment\n\
+#include <cstdio>\n\
+__global__ void first(float *a, int n) {\n\
+  int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+  if (i < n) a[i] = a[i] * 2.0f;\n\
+}\n\
+\n\
+__global__ void second(int *out) {\n\
+  __shared__ int s[128];\n\
+  int t = threadIdx.x;\n\
+  s[t] = t;\n\
+  __syncthreads();\n\
+  int x = s[127 - t];\n\
+  __syncthreads();\n\
+  s[t] = x + 1;\n\
+  out[blockIdx.x * blockDim.x + t] = s[(t + 1) % 128];\n\
+}\n\
+\n\
+int main() {\n\
+  // host code\n\
+  return 0;\n\
+}\n";
+
+const URI: &str = "file:///work/test/shift.cu";
+
+/// The messages name the witness the solver chose (thread ids, cells); those numbers may change
+/// with the solver or the checker's preferences, so the snapshot replaces digits in messages.
+fn without_witness_numbers(v: &Value) -> Value {
+    match v {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| match (k.as_str(), v) {
+                    ("message", Value::String(m)) => (
+                        k.clone(),
+                        Value::String(
+                            m.chars()
+                                .map(|c| if c.is_ascii_digit() { '#' } else { c })
+                                .collect(),
+                        ),
+                    ),
+                    _ => (k.clone(), without_witness_numbers(v)),
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_witness_numbers).collect()),
+        other => other.clone(),
+    }
+}
+
+fn diags_of(published: &Value) -> Vec<Value> {
+    published["diagnostics"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn races(published: &Value) -> Vec<Value> {
+    diags_of(published)
+        .into_iter()
+        .filter(|d| d["code"] == "data-race")
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racy_file_gets_diagnostics_on_both_accesses() {
+    let mut c = Client::initialized(json!({"blockDim": [256], "gridDim": [4]})).await;
+    c.open(URI, RACY);
+    let published = c.diagnostics(URI).await;
+    let races = races(&published);
+    assert!(!races.is_empty(), "{published:#}");
+    let write = range_of(RACY, "s[t]", 0);
+    let read = range_of(RACY, "s[t + 1]", 0);
+    for d in &races {
+        assert_eq!(d["source"], "cudarace");
+        assert_eq!(d["severity"], 2, "definite → Warning");
+        let related = d["relatedInformation"]
+            .as_array()
+            .expect("related information");
+        let pair = (d["range"].clone(), related[0]["location"]["range"].clone());
+        assert!(
+            pair == (write.clone(), read.clone()) || pair == (read.clone(), write.clone()),
+            "{d:#}"
+        );
+        assert_eq!(related[0]["location"]["uri"], URI);
+    }
+    let ranges: Vec<&Value> = races.iter().map(|d| &d["range"]).collect();
+    assert!(
+        ranges.contains(&&write) && ranges.contains(&&read),
+        "a squiggle on each access: {ranges:?}"
+    );
+    insta::assert_json_snapshot!(
+        "racy_diagnostics",
+        without_witness_numbers(&published["diagnostics"])
+    );
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hover_shows_the_witness() {
+    let mut c = Client::initialized(json!({"blockDim": [256], "gridDim": [4]})).await;
+    c.open(URI, RACY);
+    c.diagnostics(URI).await;
+    let (line, character) = position_of(RACY, "s[t + 1]", 0);
+    let hover = c
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": line, "character": character + 1}}),
+        )
+        .await;
+    let md = hover["contents"]["value"].as_str().expect("markdown hover");
+    assert!(md.contains("**data race** on `s`"), "{md}");
+    assert!(md.contains("| | thread A | thread B |"), "{md}");
+    assert!(md.contains("| threadIdx |"), "{md}");
+    assert!(md.contains("| cell | `s["), "{md}");
+    assert!(md.contains("blockDim = (256, 1, 1)"), "{md}");
+    assert!(md.contains("Definite"), "{md}");
+    // Nothing to say on plain code.
+    let (line, _) = position_of(RACY, "#define", 0);
+    let none = c
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": line, "character": 1}}),
+        )
+        .await;
+    assert!(none.is_null(), "{none}");
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verified_fix_removes_the_race() {
+    let mut c = Client::initialized(json!({"blockDim": [256], "gridDim": [4]})).await;
+    c.open(URI, RACY);
+    let published = c.diagnostics(URI).await;
+    let race = races(&published)[0].clone();
+    let actions = c
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": URI}, "range": race["range"], "context": {"diagnostics": [race]}}),
+        )
+        .await;
+    let actions = actions.as_array().expect("actions");
+    assert!(!actions.is_empty(), "a fix is offered");
+    let action = &actions[0];
+    assert!(
+        action["title"].as_str().unwrap().contains("verified"),
+        "{action:#}"
+    );
+    assert_eq!(action["kind"], "quickfix");
+    assert_eq!(action["isPreferred"], true);
+    let change = &action["edit"]["documentChanges"][0];
+    assert_eq!(change["textDocument"]["version"], 1);
+    let edits = change["edits"].as_array().unwrap().clone();
+    let fixed = apply_edits(RACY, &edits);
+    assert!(
+        fixed.contains("__syncthreads();") || fixed.contains("__syncwarp();"),
+        "{fixed}"
+    );
+    // Apply it as the editor would, with the same edits.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": URI, "version": 2},
+               "contentChanges": edits.iter().rev().map(|e| json!({"range": e["range"], "text": e["newText"]})).collect::<Vec<_>>()}),
+    );
+    let after = c.diagnostics(URI).await;
+    assert!(
+        races(&after).is_empty(),
+        "the fix removes the race: {after:#}"
+    );
+    assert!(
+        diags_of(&after)
+            .iter()
+            .all(|d| d["code"] != "barrier-divergence"),
+        "{after:#}"
+    );
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn race_within_one_assignment_is_fixed_with_a_temporary() {
+    let uri = "file:///work/test/in_place.cu";
+    let mut c = Client::initialized(json!({"blockDim": [64], "gridDim": [2]})).await;
+    c.open(uri, SHIFT_IN_PLACE);
+    let published = c.diagnostics(uri).await;
+    let race = races(&published).first().cloned().expect("a race");
+    let actions = c
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": race["range"], "context": {"diagnostics": [race]}}),
+        )
+        .await;
+    let action = actions
+        .as_array()
+        .and_then(|a| {
+            a.iter()
+                .find(|a| a["title"].as_str().unwrap_or("").contains("temporary"))
+        })
+        .cloned()
+        .unwrap_or_else(|| panic!("a temporary-based fix: {actions:#}"));
+    let edits = action["edit"]["documentChanges"][0]["edits"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let fixed = apply_edits(SHIFT_IN_PLACE, &edits);
+    assert!(
+        fixed.contains("auto cudarace_tmp = s[t + 1];\n__syncthreads();\ns[t] = cudarace_tmp;"),
+        "{fixed}"
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    let after = c.diagnostics(uri).await;
+    assert!(races(&after).is_empty(), "{after:#}");
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_fix_where_it_would_add_divergence() {
+    let uri = "file:///work/test/branchy.cu";
+    let mut c = Client::initialized(json!({"blockDim": [64], "gridDim": [2]})).await;
+    c.open(uri, RACY_IN_BRANCH);
+    let published = c.diagnostics(uri).await;
+    let races = races(&published);
+    assert!(!races.is_empty(), "{published:#}");
+    for race in races {
+        let actions = c
+            .request(
+                "textDocument/codeAction",
+                json!({"textDocument": {"uri": uri}, "range": race["range"], "context": {"diagnostics": [race]}}),
+            )
+            .await;
+        assert_eq!(actions, json!([]), "a barrier in the branch would diverge");
+    }
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn divergent_barrier_is_flagged_and_moved_out() {
+    let uri = "file:///work/test/half.cu";
+    let mut c = Client::initialized(json!({"blockDim": [64], "gridDim": [2]})).await;
+    c.open(uri, DIVERGENT);
+    let published = c.diagnostics(uri).await;
+    let divergent: Vec<Value> = diags_of(&published)
+        .into_iter()
+        .filter(|d| d["code"] == "barrier-divergence")
+        .collect();
+    assert_eq!(divergent.len(), 1, "{published:#}");
+    let d = &divergent[0];
+    assert_eq!(d["range"], range_of(DIVERGENT, "__syncthreads()", 0));
+    let related = &d["relatedInformation"][0]["location"]["range"];
+    assert_eq!(
+        related["start"]["line"], 3,
+        "the condition is related information: {d:#}"
+    );
+    let actions = c
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": d["range"], "context": {"diagnostics": [d]}}),
+        )
+        .await;
+    let actions = actions.as_array().expect("actions");
+    assert_eq!(actions.len(), 1, "{actions:#?}");
+    assert!(actions[0]["title"]
+        .as_str()
+        .unwrap()
+        .starts_with("Move `__syncthreads()` after"));
+    let edits = actions[0]["edit"]["documentChanges"][0]["edits"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let fixed = apply_edits(DIVERGENT, &edits);
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    let after = c.diagnostics(uri).await;
+    assert_eq!(diags_of(&after), Vec::<Value>::new(), "{fixed}");
+    c.shutdown().await;
+}
+
+/// Incremental edits (including non-ASCII text and multi-line replacements) end with the same
+/// diagnostics as opening the final text fresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn incremental_edits_match_a_fresh_open() {
+    let mut c = Client::initialized(json!({"blockDim": [256], "gridDim": [4]})).await;
+    let start = RACY.replace("s[t + 1]", "s[t]");
+    c.open(URI, &start);
+    c.diagnostics(URI).await;
+    let mut text = start.clone();
+    let mut version = 1;
+    let mut edit = |c: &Client, text: &mut String, range: ((u32, u32), (u32, u32)), new: &str| {
+        version += 1;
+        c.change(URI, version, range, new);
+        let json_range = json!({"start": {"line": range.0 .0, "character": range.0 .1},
+                                "end": {"line": range.1 .0, "character": range.1 .1}});
+        *text = apply_edits(text, &[json!({"range": json_range, "newText": new})]);
+    };
+    let (l, ch) = position_of(&text, "= s[t];", 0);
+    edit(&c, &mut text, ((l, ch + 5), (l, ch + 5)), " + 1");
+    edit(&c, &mut text, ((0, 0), (0, 0)), "// ≠ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢\n// more\n");
+    edit(&c, &mut text, ((1, 3), (2, 4)), "é\n// r");
+    assert_eq!(text.matches("s[t + 1]").count(), 1, "{text}");
+    let incremental = c.diagnostics(URI).await;
+
+    let fresh_uri = "file:///work/test/fresh.cu";
+    c.open(fresh_uri, &text);
+    let fresh = c.diagnostics(fresh_uri).await;
+    let normalize = |v: &Value| v["diagnostics"].to_string().replace(fresh_uri, URI);
+    assert_eq!(normalize(&incremental), normalize(&fresh));
+    c.shutdown().await;
+}
+
+/// 200 edits sent without waiting: the final diagnostics are those of the final text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rapid_edits_end_with_the_last_version() {
+    let mut c = Client::initialized(json!({"blockDim": [256], "gridDim": [4]})).await;
+    c.open(URI, RACY);
+    let (l, ch) = position_of(RACY, "s[t + 1]", 0);
+    // Toggle `s[t + 1]` ↔ `s[t + 2]` 200 times; the final text has `s[t + 1]` again… and then
+    // one last edit makes it race-free (`s[t]`), so stale results would show a race.
+    for v in 0..200 {
+        let digit = if v % 2 == 0 { "2" } else { "1" };
+        c.change(URI, v + 2, ((l, ch + 6), (l, ch + 7)), digit);
+    }
+    c.change(URI, 202, ((l, ch + 3), (l, ch + 7)), "");
+    let last = c.diagnostics(URI).await;
+    assert_eq!(last["version"], 202);
+    let final_text = RACY.replace("s[t + 1]", "s[t]");
+    let fresh_uri = "file:///work/test/final.cu";
+    c.open(fresh_uri, &final_text);
+    let fresh = c.diagnostics(fresh_uri).await;
+    assert_eq!(
+        last["diagnostics"].to_string(),
+        fresh["diagnostics"].to_string().replace(fresh_uri, URI)
+    );
+    let stats = c.stats(URI).await;
+    assert_eq!(stats["version"], 202);
+    assert_eq!(stats["complete"], true);
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rapid_edits_do_not_leave_stale_races() {
+    let mut c = Client::initialized(json!({"blockDim": [256], "gridDim": [4]})).await;
+    c.open(URI, RACY);
+    assert!(!races(&c.diagnostics(URI).await).is_empty());
+    let (l, ch) = position_of(RACY, "s[t + 1]", 0);
+    for v in 0..200 {
+        let digit = if v % 2 == 0 { "2" } else { "1" };
+        c.change(URI, v + 2, ((l, ch + 6), (l, ch + 7)), digit);
+    }
+    c.change(URI, 202, ((l, ch + 3), (l, ch + 7)), "");
+    let last = c.diagnostics(URI).await;
+    assert!(races(&last).is_empty(), "{last:#}");
+    // Every text before the last one was racy: no publish in between may have dropped the race
+    // (a kernel being re-checked keeps its previous diagnostics).
+    for p in &c.published[URI] {
+        if p["version"].as_i64().unwrap_or(0) < 202 {
+            assert!(!races(p).is_empty(), "flickered to no race: {p:#}");
+        }
+    }
+    c.shutdown().await;
+}
+
+/// Edits outside a kernel (comments, host code, lines inserted above) re-solve nothing; an edit
+/// inside one barrier interval re-solves fewer queries than the whole kernel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_outside_kernels_solve_nothing() {
+    let uri = "file:///work/test/two.cu";
+    let mut c = Client::initialized(json!({"blockDim": [128], "gridDim": [4]})).await;
+    c.open(uri, TWO_KERNELS);
+    let first = c.diagnostics(uri).await;
+    let stats = c.stats(uri).await;
+    let initial_solved = stats["last"]["queriesSolved"].as_u64().unwrap();
+    assert!(initial_solved > 0, "{stats:#}");
+    assert_eq!(stats["last"]["kernelsAnalysed"], 2);
+
+    // A comment edit, lines inserted above everything, and host code edits.
+    c.change(uri, 2, ((0, 2), (0, 2)), " edited");
+    c.change(uri, 3, ((0, 0), (0, 0)), "\n\n// new lines ü😀\n");
+    let (l, ch) = position_of(TWO_KERNELS, "return 0;", 0);
+    c.change(uri, 4, ((l + 3, ch), (l + 3, ch)), "printf(\"hi\\n\"); ");
+    let after = c.diagnostics(uri).await;
+    let stats = c.stats(uri).await;
+    assert_eq!(stats["last"]["queriesSolved"], 0, "{stats:#}");
+    assert_eq!(stats["last"]["kernelsFromCache"], 2, "{stats:#}");
+    // The same findings, moved three lines down.
+    assert_eq!(diags_of(&after).len(), diags_of(&first).len());
+    for (a, b) in diags_of(&after).iter().zip(diags_of(&first)) {
+        assert_eq!(
+            a["range"]["start"]["line"].as_u64().unwrap(),
+            b["range"]["start"]["line"].as_u64().unwrap() + 3
+        );
+        assert_eq!(a["message"], b["message"]);
+    }
+
+    // An edit inside the last barrier interval of `second`.
+    let (l, ch) = position_of(TWO_KERNELS, "(t + 1) % 128", 0);
+    c.change(uri, 5, ((l + 3, ch + 6), (l + 3, ch + 7)), "2");
+    c.diagnostics(uri).await;
+    let stats = c.stats(uri).await;
+    let solved = stats["last"]["queriesSolved"].as_u64().unwrap();
+    assert!(
+        solved < initial_solved,
+        "only the edited interval's queries: {solved} of {initial_solved}"
+    );
+    assert!(
+        stats["last"]["queriesFromCache"].as_u64().unwrap() > 0,
+        "{stats:#}"
+    );
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_syntax_keeps_the_server_alive() {
+    let uri = "file:///work/test/broken.cu";
+    let mut c = Client::initialized(Value::Null).await;
+    let broken =
+        "__global__ void k(int *a { a[threadIdx.x = ;;; }}} \u{0}\u{7f} #if\n__global__ void \n";
+    c.open(uri, broken);
+    c.diagnostics(uri).await;
+    // Edits with positions out of range and inside a multi-byte character are clamped.
+    c.change(uri, 2, ((99, 99), (120, 0)), "é");
+    c.change(uri, 3, ((0, 500), (0, 2)), "😀");
+    let published = c.diagnostics(uri).await;
+    assert_eq!(published["version"], 3);
+    let hover = c
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 1}}),
+        )
+        .await;
+    assert!(hover.is_null() || hover["contents"].is_object());
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_messages_do_not_kill_the_server() {
+    let mut c = Client::initialized(Value::Null).await;
+    c.send_raw(harness::frame("{this is not json"));
+    c.send_raw(harness::frame(
+        r#"{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"nonsense":1}}"#,
+    ));
+    c.send_raw(harness::frame(r#"{"jsonrpc":"2.0","method":"textDocument/didChange","params":{"textDocument":{"uri":"file:///nope.cu","version":3},"contentChanges":[{"text":"x"}]}}"#));
+    let unknown = c.request_raw("cudarace/nope", json!({})).await;
+    assert!(unknown.get("error").is_some(), "{unknown}");
+    let bad = c
+        .request_raw(
+            "cudarace/stats",
+            json!({"textDocument": {"uri": "file:///not/open.cu"}}),
+        )
+        .await;
+    assert!(bad.get("error").is_some(), "{bad}");
+    let hover = c
+        .request_raw(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": 5}, "position": "here"}),
+        )
+        .await;
+    assert!(hover.get("error").is_some(), "{hover}");
+    // Still serving.
+    c.open(URI, RACY);
+    let stats = c.stats(URI).await;
+    assert_eq!(stats["complete"], true);
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_changes_are_applied_and_bad_ones_reported() {
+    let mut c = Client::initialized(json!({"cudarace": {"workers": 0}})).await;
+    c.open(URI, RACY);
+    c.diagnostics(URI).await;
+    assert!(
+        c.other.iter().any(|(m, p)| m == "window/showMessage"
+            && p["message"].as_str().unwrap_or("").contains("workers")),
+        "{:?}",
+        c.other
+    );
+    c.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"cudarace": {"possibleSeverity": "hint", "workers": 1}}}),
+    );
+    // The configuration change re-checks open documents: a new check finishes.
+    let stats = c.stats(URI).await;
+    assert_eq!(stats["complete"], true);
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_cuda_documents_are_ignored() {
+    let mut c = Client::initialized(Value::Null).await;
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": "file:///a/readme.md", "languageId": "markdown", "version": 1, "text": "# hi"}}),
+    );
+    let r = c
+        .request_raw(
+            "cudarace/stats",
+            json!({"textDocument": {"uri": "file:///a/readme.md"}}),
+        )
+        .await;
+    assert!(r.get("error").is_some(), "{r}");
+    let uri = "file:///a/k.cuh";
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "cpp", "version": 1, "text": "__global__ void k() {}\n"}}),
+    );
+    assert_eq!(c.stats(uri).await["complete"], true);
+    c.shutdown().await;
+}
+
+/// A check that takes longer than ~300 ms shows `$/progress` (begin … end) when the client
+/// supports it. 40 distinct kernels take well over that in a test build.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_checks_report_progress() {
+    let mut c = Client::start();
+    c.request(
+        "initialize",
+        json!({"processId": null, "capabilities": {"window": {"workDoneProgress": true}}}),
+    )
+    .await;
+    c.notify("initialized", json!({}));
+    let mut text = String::new();
+    for i in 0..40 {
+        text.push_str(&format!(
+            "__global__ void k{i}(int *out, int n) {{\n  __shared__ int s[{m}];\n  int t = threadIdx.x;\n  s[t % {m}] = t;\n  __syncthreads();\n  for (int j = 0; j < n; j++) {{\n    out[blockIdx.x * blockDim.x + t] += s[(t + j + {i}) % {m}];\n  }}\n}}\n",
+            m = 64 + i
+        ));
+    }
+    let uri = "file:///work/test/many.cu";
+    c.open(uri, &text);
+    c.diagnostics(uri).await;
+    let stats = c.stats(uri).await;
+    let took = stats["last"]["timeMs"].as_f64().unwrap();
+    if took > 600.0 {
+        assert!(
+            c.server_requests
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|m| m == "window/workDoneProgress/create"),
+            "a {took} ms check without progress"
+        );
+        let begin = c
+            .wait_notification("$/progress", |p| p["value"]["kind"] == "begin")
+            .await;
+        let token = begin["token"].clone();
+        c.wait_notification("$/progress", |p| {
+            p["token"] == token && p["value"]["kind"] == "end"
+        })
+        .await;
+    } else {
+        eprintln!("the check took only {took} ms; progress not exercised");
+    }
+    c.shutdown().await;
+}
+
+/// Checks superseded by edits elsewhere hand their running queries to the next check instead of
+/// cancelling them: typing in a comment while a kernel is being solved submits nothing twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn superseded_checks_hand_over_their_queries() {
+    // A fast racy kernel, then a grid-stride loop whose queries take the solver a while.
+    let text = format!(
+        "{RACY}\n__global__ void saxpy(int n, float a, const float *x, float *y) {{\n  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)\n    y[i] = a * x[i] + y[i];\n}}\n"
+    );
+    let mut c = Client::initialized(json!({})).await;
+    c.open(URI, &text);
+    // The first kernel is finished (so every query of the check was submitted) …
+    c.wait_publish(URI, |p| !races(p).is_empty()).await;
+    // … and edits arrive while the second one is still being solved.
+    for v in 2..7 {
+        c.change(URI, v, ((0, 2), (0, 2)), "x");
+    }
+    let edited = c.diagnostics(URI).await;
+    let submitted = c.stats(URI).await["serverQueriesSubmitted"]
+        .as_u64()
+        .unwrap();
+
+    let final_text = text.replacen("// ", "// xxxxx", 1);
+    let mut fresh = Client::initialized(json!({})).await;
+    fresh.open(URI, &final_text);
+    let once = fresh.diagnostics(URI).await;
+    let expected = fresh.stats(URI).await["serverQueriesSubmitted"]
+        .as_u64()
+        .unwrap();
+    assert!(expected > 0);
+    assert_eq!(submitted, expected, "every query submitted once");
+    assert_eq!(edited["diagnostics"], once["diagnostics"]);
+    fresh.shutdown().await;
+    c.shutdown().await;
+}

@@ -1,0 +1,286 @@
+//! One bounded Z3 call on the calling thread.
+//!
+//! Calibration of `Limits::default()` (rlimit 10M for the 2 s timeout), measured on this 2-core
+//! machine with Debian's Z3 4.8.12 on the naive grid-stride query of tests/common (nonlinear,
+//! no answer): rlimit 1M → 0.36 s, 4M → 0.58 s, 10M → 2.0 s, 20M → 5.6 s (`cargo test --release
+//! -p cudarace-solver --test calibrate -- --ignored --nocapture`). So 10M ≈ 2 s there; rlimit
+//! units per second vary per query, which is why the timer below bounds wall-clock time too.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use z3::ast::Bool;
+use z3::{Params, SatResult, Solver};
+
+use crate::encode::{Encoder, Expr};
+use crate::pool::RawContext;
+use crate::term::{Answer, Limits, Query};
+
+/// Share of `rlimit` for the full engine's attempt with the `preferred` constraints. They only
+/// make the witness prettier, so the attempt gets a quarter; the unconstrained check that
+/// follows when it fails gets the full `rlimit`. The time budget (`timeout_ms`) covers all
+/// attempts together.
+const PREFERRED_SHARE: u64 = 4;
+
+/// Solves `query` on the calling thread, in the thread's own Z3 context, bounded by both
+/// `limits.rlimit` and `limits.timeout_ms` (the whole call, including a failed attempt with the
+/// preferred constraints, stays within the timeout). Never panics: every failure is an
+/// `Answer::Unknown` whose reason says what happened.
+pub fn solve(query: &Query, limits: &Limits) -> Answer {
+    solve_cancellable(query, limits, &|| false)
+}
+
+/// [`solve`] that stops when `cancelled()` becomes true: it is polled between the steps, and the
+/// pool additionally interrupts the running check (`Z3_interrupt`) when a job is cancelled.
+pub(crate) fn solve_cancellable(
+    query: &Query,
+    limits: &Limits,
+    cancelled: &dyn Fn() -> bool,
+) -> Answer {
+    // Z3 4.8.12 does not honour its own `timeout` in nonlinear arithmetic (NOTES.md: blocked for
+    // 100 s with timeout=3000), but `Z3_interrupt` does stop such a check (tested in
+    // tests/pool.rs). So a timer thread interrupts this thread's context when the time budget is
+    // spent; `rlimit` remains the deterministic bound, the timer the wall-clock one.
+    let budget = Duration::from_millis(limits.timeout_ms.max(1));
+    let ctx = RawContext::of_current_thread();
+    let timer_state = Mutex::new(TimerState {
+        armed: true,
+        fired: false,
+    });
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let state = &timer_state;
+    std::thread::scope(|scope| {
+        let timer = std::thread::Builder::new()
+            .name("cudarace-solver-timer".into())
+            .spawn_scoped(scope, move || {
+                if let Err(RecvTimeoutError::Timeout) = done_rx.recv_timeout(budget) {
+                    let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+                    if !st.armed {
+                        return;
+                    }
+                    st.fired = true;
+                    // The context outlives the scope (it belongs to this thread), and an
+                    // interrupt that arrives after the check has finished is ignored by Z3.
+                    ctx.interrupt();
+                }
+            });
+        if let Err(e) = timer {
+            tracing::warn!("no solver timer thread ({e}); only rlimit bounds this call");
+        }
+        let timer = Timer(&timer_state);
+        // z3 0.22 unwraps null results of the C API (its error handler is disabled), so a Z3
+        // error surfaces as a panic; it is caught here and reported as an unknown answer.
+        let answer = catch_unwind(AssertUnwindSafe(|| {
+            solve_inner(query, limits, cancelled, &timer)
+        }));
+        drop(done_tx);
+        match answer {
+            Ok(answer) => answer,
+            Err(payload) => {
+                let msg = payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown panic".to_string());
+                Answer::Unknown(format!("solver error: {msg}"))
+            }
+        }
+    })
+}
+
+struct TimerState {
+    /// False once the answer is known to be sat: an interrupt then would only make the model
+    /// extraction fail (`Z3_solver_get_model` returns null when interrupted).
+    armed: bool,
+    fired: bool,
+}
+
+struct Timer<'a>(&'a Mutex<TimerState>);
+
+impl Timer<'_> {
+    fn disarm(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).armed = false;
+    }
+
+    fn fired(&self) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).fired
+    }
+}
+
+fn solve_inner(
+    query: &Query,
+    limits: &Limits,
+    cancelled: &dyn Fn() -> bool,
+    timer: &Timer<'_>,
+) -> Answer {
+    let start = Instant::now();
+    let budget = Duration::from_millis(limits.timeout_ms.max(1));
+    let enc = Encoder::new(&query.vars);
+    let mut assertions: Vec<Bool> = match query.assertions.iter().map(|t| enc.bool(t)).collect() {
+        Ok(a) => a,
+        Err(e) => return Answer::Unknown(format!("malformed query: {e}")),
+    };
+    // Preferred constraints never change sat vs unsat, so a malformed one is dropped (and
+    // logged) rather than turning the answer into unknown.
+    let preferred: Vec<Bool> = query
+        .preferred
+        .iter()
+        .filter_map(|t| match enc.bool(t) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                tracing::warn!("dropping malformed preferred constraint: {e}");
+                None
+            }
+        })
+        .collect();
+    // Definitions of the names given to bitwise operands (by the assertions and the preferred
+    // constraints alike); they constrain only fresh names, so both checks get all of them. They
+    // go first: with `t ^ j == t` (0 <= t < 1024, 1 <= j < 1024) Z3 4.8.12 answers unsat in
+    // ~0.1 s with the definitions before the assertion that uses them, and times out (3 s) with
+    // them after it.
+    let mut definitions = enc.take_definitions();
+    definitions.append(&mut assertions);
+    let assertions = definitions;
+
+    // Attempts in order: (solver, with the preferred constraints, share of rlimit). Every
+    // attempt uses a fresh solver object, never push/pop, so that no state leaks between
+    // attempts or queries.
+    let attempts = [
+        (Engine::Fast, true, FAST_SHARE),
+        (Engine::Fast, false, FAST_SHARE),
+        (Engine::Full, true, PREFERRED_SHARE),
+        (Engine::Full, false, 1),
+    ];
+    let mut preferred_inconsistent = preferred.is_empty();
+    let mut last_reason = String::new();
+    for (engine, with_preferred, share) in attempts {
+        if with_preferred && preferred_inconsistent {
+            continue;
+        }
+        if cancelled() {
+            return Answer::Unknown("cancelled".to_string());
+        }
+        if timer.fired() || start.elapsed() >= budget {
+            return Answer::Unknown("timeout".to_string());
+        }
+        let solver = engine.solver();
+        set_rlimit(&solver, limits.rlimit / share);
+        for a in &assertions {
+            solver.assert(a);
+        }
+        if with_preferred {
+            for p in &preferred {
+                solver.assert(p);
+            }
+        }
+        match solver.check() {
+            SatResult::Sat => {
+                timer.disarm();
+                return sat_answer(&solver, &enc, query);
+            }
+            SatResult::Unsat if with_preferred => preferred_inconsistent = true,
+            SatResult::Unsat => return Answer::Unsat,
+            SatResult::Unknown => {
+                last_reason = solver.get_reason_unknown().unwrap_or_default();
+            }
+        }
+    }
+    if cancelled() {
+        return Answer::Unknown("cancelled".to_string());
+    }
+    Answer::Unknown(classify_unknown(
+        &last_reason,
+        timer.fired() || start.elapsed() >= budget,
+    ))
+}
+
+/// Share of `rlimit` for each attempt with the fast engine.
+const FAST_SHARE: u64 = 10;
+
+/// The two Z3 solver objects used.
+#[derive(Clone, Copy)]
+enum Engine {
+    /// The `smt` tactic as a solver: no preprocessing portfolio, but about 1 ms to build. Most
+    /// of the checker's queries are small and linear and are answered by it.
+    Fast,
+    /// Z3's default (combined) solver: picks preprocessing tactics by logic (e.g. for
+    /// nonlinear integer arithmetic), which the hard queries need, but costs 10-25 ms to build
+    /// per query with 4.8.12. Measured here: 100 trivial queries, 9-15 ms each with this one,
+    /// 0.8 ms with `Fast`; `t ^ j == t` (bit-vectors) unsat in 0.1 s with this one, no answer
+    /// in 2 s with `Fast`.
+    Full,
+}
+
+impl Engine {
+    fn solver(self) -> Solver {
+        match self {
+            Engine::Fast => z3::Tactic::new("smt").solver(),
+            Engine::Full => Solver::new(),
+        }
+    }
+}
+
+/// Sets Z3's deterministic resource limit. Z3's own `timeout` parameter is deliberately NOT set:
+/// with Debian's Z3 4.8.12 it makes the default solver block forever (no CPU use) when it
+/// expires during nonlinear search. Measured here on the naive grid-stride query
+/// (tests/common): rlimit 10M alone → `unknown` (resource limit) in 2.3 s; rlimit 10M + our
+/// interrupt timer at 2 s → `unknown` (timeout) in 2.03 s; with `timeout=2000` set, with or
+/// without our timer → no answer after 30 s (process killed). The wall-clock bound is
+/// therefore our own timer (`Z3_interrupt`, see [`solve_cancellable`]), plus the pool's watchdog.
+fn set_rlimit(solver: &Solver, rlimit: u64) {
+    let mut p = Params::new();
+    // An `unsigned` parameter in Z3; larger values saturate. rlimit 0 would mean "unlimited" to
+    // Z3, so it is raised to 1.
+    p.set_u32("rlimit", rlimit.clamp(1, u64::from(u32::MAX)) as u32);
+    solver.set_params(&p);
+}
+
+/// Normalizes Z3's reason for `unknown`. Z3 4.8.12 reports both a timeout and an interrupt as
+/// "canceled", so whether the time budget ran out decides between the two.
+fn classify_unknown(reason: &str, out_of_time: bool) -> String {
+    let r = reason.to_ascii_lowercase();
+    if r.contains("timeout") {
+        "timeout".to_string()
+    } else if r.contains("resource") || r.contains("rlimit") {
+        "resource limit".to_string()
+    } else if r.contains("cancel") || r.contains("interrupt") {
+        if out_of_time {
+            "timeout"
+        } else {
+            "interrupted"
+        }
+        .to_string()
+    } else if reason.is_empty() {
+        "unknown".to_string()
+    } else {
+        reason.to_string()
+    }
+}
+
+/// Reads the `report` variables out of the model, with model completion so that a variable the
+/// solver did not need still gets a value. Values that do not fit an `i64` are left out; the
+/// answer stays `Sat`.
+fn sat_answer(solver: &Solver, enc: &Encoder, query: &Query) -> Answer {
+    // An interrupt (timer or cancellation) racing with the end of the check can make the first
+    // attempt fail; Z3 does not keep the interrupted state, so one retry tells the two apart.
+    let Some(model) = solver.get_model().or_else(|| solver.get_model()) else {
+        return Answer::Unknown("solver error: sat without a model".to_string());
+    };
+    let mut values = std::collections::BTreeMap::new();
+    for name in &query.report {
+        let value = match enc.var(name) {
+            Some(Expr::Int(i)) => model.eval(i, true).and_then(|v| v.as_i64()),
+            Some(Expr::Bool(b)) => model.eval(b, true).and_then(|v| v.as_bool()).map(i64::from),
+            None => {
+                tracing::warn!("report variable `{name}` is not declared in the query");
+                None
+            }
+        };
+        if let Some(v) = value {
+            values.insert(name.clone(), v);
+        }
+    }
+    Answer::Sat(values)
+}

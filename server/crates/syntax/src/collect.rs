@@ -1,0 +1,436 @@
+//! File-level tables: function definitions (kernels and device functions), prototypes,
+//! `__device__`/`__shared__`/`__constant__` globals, file-scope constants, enum constants and
+//! template instantiations, over the main file and every included file.
+
+use crate::consteval::{eval, node_text, ConstEnv};
+use crate::preprocess::{MacroTable, Preprocessed};
+use cudarace_ir::FileId;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use tree_sitter::{Node, Tree};
+
+#[derive(Clone, Copy)]
+pub(crate) struct FuncDef<'t> {
+    pub node: Node<'t>,
+    pub file: FileId,
+    pub is_kernel: bool,
+    /// `template <…>` parameter list, if the definition is a template.
+    pub template_params: Option<Node<'t>>,
+    /// Where the definition (with its `template` prefix) starts.
+    pub outer: Node<'t>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum GlobalSpace {
+    Shared,
+    Device,
+    /// `__constant__`: read-only in kernels, so never racy; reads are unknown values.
+    Constant,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct GlobalVar<'t> {
+    pub decl: Node<'t>,
+    pub declarator: Node<'t>,
+    pub file: FileId,
+    pub space: GlobalSpace,
+}
+
+pub(crate) struct Tables<'t> {
+    pub texts: Vec<Arc<str>>,
+    pub macros: MacroTable,
+    pub funcs: HashMap<String, Vec<FuncDef<'t>>>,
+    pub kernels: Vec<FuncDef<'t>>,
+    pub protos: HashSet<String>,
+    pub globals: HashMap<String, GlobalVar<'t>>,
+    pub consts: HashMap<String, i64>,
+    pub enums: HashMap<String, i64>,
+    /// Kernel name → template argument texts of explicit instantiations and templated launches.
+    pub instantiations: HashMap<String, Vec<Vec<String>>>,
+    /// Structs whose conversion operator hands out `extern __shared__` memory (the CUDA
+    /// samples' `SharedMemory<T>`): name → the `extern __shared__` declaration.
+    pub shared_structs: HashMap<String, GlobalVar<'t>>,
+}
+
+impl ConstEnv for Tables<'_> {
+    fn macros(&self) -> &MacroTable {
+        &self.macros
+    }
+    fn ident(&self, name: &str, _depth: u32) -> Option<i64> {
+        self.enums
+            .get(name)
+            .or_else(|| self.consts.get(name))
+            .copied()
+    }
+}
+
+impl<'t> Tables<'t> {
+    pub fn text(&self, f: FileId) -> &str {
+        self.texts.get(f.0 as usize).map(|t| &**t).unwrap_or("")
+    }
+}
+
+/// The qualifier tokens (`__global__`, `__shared__`, `extern`, `const`, …) written directly on a
+/// declaration or definition.
+pub(crate) fn qualifiers(n: Node, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut c = n.walk();
+    for ch in n.children(&mut c) {
+        match ch.kind() {
+            "type_qualifier" | "storage_class_specifier" | "virtual_specifier" => {
+                out.push(node_text(ch, text).trim().to_string());
+            }
+            k if k.starts_with("__")
+                || k == "static"
+                || k == "extern"
+                || k == "const"
+                || k == "inline"
+                || k == "constexpr" =>
+            {
+                out.push(k.to_string())
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The declared name of a (possibly nested) declarator, and the innermost identifier node.
+pub(crate) fn declarator_name<'t>(mut d: Node<'t>) -> Option<Node<'t>> {
+    for _ in 0..64 {
+        match d.kind() {
+            "identifier" | "field_identifier" | "type_identifier" => return Some(d),
+            "qualified_identifier" => d = d.child_by_field_name("name")?,
+            "template_function" => d = d.child_by_field_name("name")?,
+            "destructor_name" | "operator_name" => return None,
+            _ => {
+                d = match d.child_by_field_name("declarator") {
+                    Some(x) => x,
+                    None => {
+                        // reference_declarator, parenthesized_declarator, attributed_declarator:
+                        // the declarator is the last named child.
+                        let cnt = d.named_child_count();
+                        if cnt == 0 {
+                            return None;
+                        }
+                        d.named_child((cnt - 1) as u32)?
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+pub(crate) fn function_declarator(mut d: Node) -> Option<Node> {
+    for _ in 0..64 {
+        if d.kind() == "function_declarator" {
+            return Some(d);
+        }
+        d = match d.child_by_field_name("declarator") {
+            Some(x) => x,
+            None => {
+                let cnt = d.named_child_count();
+                if cnt == 0 {
+                    return None;
+                }
+                d.named_child((cnt - 1) as u32)?
+            }
+        };
+    }
+    None
+}
+
+pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
+    let mut t = Tables {
+        texts: pre.units.iter().map(|u| u.clean.clone()).collect(),
+        macros: pre.macros.clone(),
+        funcs: HashMap::new(),
+        kernels: Vec::new(),
+        protos: HashSet::new(),
+        globals: HashMap::new(),
+        consts: HashMap::new(),
+        enums: HashMap::new(),
+        instantiations: HashMap::new(),
+        shared_structs: HashMap::new(),
+    };
+    let mut const_decls: Vec<(Node<'t>, FileId)> = Vec::new();
+    let mut enum_specs: Vec<(Node<'t>, FileId)> = Vec::new();
+    let mut launches: Vec<(Node<'t>, FileId)> = Vec::new();
+    for (i, tree) in trees.iter().enumerate() {
+        let file = FileId(i as u32);
+        let text = t.texts[i].clone();
+        let marks: &[usize] = pre
+            .units
+            .get(i)
+            .map(|u| u.kernel_marks.as_slice())
+            .unwrap_or(&[]);
+        // Whole-tree walk: enums and templated launches can be anywhere.
+        let mut stack = vec![(tree.root_node(), true)];
+        while let Some((n, top)) = stack.pop() {
+            let mut descend_top = false;
+            match n.kind() {
+                "enum_specifier" => enum_specs.push((n, file)),
+                "call_expression" if has_child_kind(n, "kernel_call_syntax") => {
+                    launches.push((n, file))
+                }
+                "struct_specifier" | "class_specifier" => {
+                    if let (Some(name), Some(body)) =
+                        (n.child_by_field_name("name"), n.child_by_field_name("body"))
+                    {
+                        if let Some((decl, d)) = find_extern_shared(body, &text) {
+                            t.shared_structs.insert(
+                                node_text(name, &text).to_string(),
+                                GlobalVar {
+                                    decl,
+                                    declarator: d,
+                                    file,
+                                    space: GlobalSpace::Shared,
+                                },
+                            );
+                        }
+                    }
+                }
+                _ => {}
+            }
+            if top {
+                match n.kind() {
+                    "translation_unit"
+                    | "declaration_list"
+                    | "linkage_specification"
+                    | "namespace_definition"
+                    | "ERROR"
+                    | "preproc_if"
+                    | "preproc_ifdef"
+                    | "preproc_else"
+                    | "preproc_elif"
+                    | "export_declaration" => descend_top = true,
+                    "template_declaration" => descend_top = true,
+                    "function_definition" => add_function(&mut t, n, file, &text, marks),
+                    "declaration" | "field_declaration" => {
+                        add_declaration(&mut t, n, file, &text, &mut const_decls);
+                    }
+                    "template_instantiation" => {
+                        if let Some((name, args)) = n
+                            .child_by_field_name("declarator")
+                            .and_then(function_declarator)
+                            .and_then(|f| f.child_by_field_name("declarator"))
+                            .and_then(|d| template_args(d, &text))
+                        {
+                            t.instantiations.entry(name).or_default().push(args);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let mut c = n.walk();
+            let children: Vec<Node> = n.children(&mut c).collect();
+            for ch in children.into_iter().rev() {
+                stack.push((ch, descend_top));
+            }
+        }
+    }
+    // Enum constants (in file order; a value may refer to earlier ones and to macros).
+    for (e, file) in enum_specs {
+        let text = t.texts[file.0 as usize].clone();
+        let Some(list) = e.child_by_field_name("body") else {
+            continue;
+        };
+        let mut next = 0i64;
+        let mut c = list.walk();
+        let items: Vec<Node> = list
+            .named_children(&mut c)
+            .filter(|x| x.kind() == "enumerator")
+            .collect();
+        for en in items {
+            let Some(name) = en.child_by_field_name("name") else {
+                continue;
+            };
+            let v = match en.child_by_field_name("value") {
+                Some(v) => eval(v, &text, &t, 0),
+                None => Some(next),
+            };
+            if let Some(v) = v {
+                t.enums.insert(node_text(name, &text).to_string(), v);
+                next = v.wrapping_add(1);
+            } else {
+                break;
+            }
+        }
+    }
+    for (d, file) in const_decls {
+        let text = t.texts[file.0 as usize].clone();
+        let mut c = d.walk();
+        let decls: Vec<Node> = d.children_by_field_name("declarator", &mut c).collect();
+        for decl in decls {
+            if decl.kind() != "init_declarator" {
+                continue;
+            }
+            let (Some(name), Some(value)) = (
+                decl.child_by_field_name("declarator"),
+                decl.child_by_field_name("value"),
+            ) else {
+                continue;
+            };
+            if name.kind() != "identifier" {
+                continue;
+            }
+            if let Some(v) = eval(value, &text, &t, 0) {
+                t.consts.insert(node_text(name, &text).to_string(), v);
+            }
+        }
+    }
+    for (call, file) in launches {
+        let text = t.texts[file.0 as usize].clone();
+        if let Some(f) = call.child_by_field_name("function") {
+            if let Some((name, args)) = template_args(f, &text) {
+                t.instantiations.entry(name).or_default().push(args);
+            }
+        }
+    }
+    t
+}
+
+fn has_child_kind(n: Node, kind: &str) -> bool {
+    let mut c = n.walk();
+    let found = n.children(&mut c).any(|ch| ch.kind() == kind);
+    found
+}
+
+fn template_args(f: Node, text: &str) -> Option<(String, Vec<String>)> {
+    if f.kind() != "template_function" {
+        return None;
+    }
+    let name = node_text(f.child_by_field_name("name")?, text).to_string();
+    let args = f.child_by_field_name("arguments")?;
+    let mut c = args.walk();
+    let list = args
+        .named_children(&mut c)
+        .filter(|a| a.kind() != "comment")
+        .map(|a| node_text(a, text).to_string())
+        .collect();
+    Some((name, list))
+}
+
+fn add_function<'t>(
+    t: &mut Tables<'t>,
+    n: Node<'t>,
+    file: FileId,
+    text: &str,
+    kernel_marks: &[usize],
+) {
+    let Some(decl) = n.child_by_field_name("declarator") else {
+        return;
+    };
+    let Some(fd) = function_declarator(decl) else {
+        return;
+    };
+    let Some(name_node) = fd
+        .child_by_field_name("declarator")
+        .and_then(declarator_name)
+    else {
+        return;
+    };
+    let name = node_text(name_node, text).to_string();
+    let quals = qualifiers(n, text);
+    let parent = n.parent();
+    let head_start = match parent {
+        Some(p) if p.kind() == "template_declaration" => p.start_byte(),
+        _ => n.start_byte(),
+    };
+    let is_kernel = quals.iter().any(|q| q == "__global__")
+        || kernel_marks.iter().any(|&m| {
+            m < fd.start_byte()
+                && (m >= head_start || text.get(m..head_start).is_some_and(|g| g.trim().is_empty()))
+        });
+    let (template_params, outer) = match parent {
+        Some(p) if p.kind() == "template_declaration" => (p.child_by_field_name("parameters"), p),
+        _ => (None, n),
+    };
+    let def = FuncDef {
+        node: n,
+        file,
+        is_kernel,
+        template_params,
+        outer,
+    };
+    if is_kernel {
+        t.kernels.push(def);
+    }
+    t.funcs.entry(name).or_default().push(def);
+}
+
+fn add_declaration<'t>(
+    t: &mut Tables<'t>,
+    n: Node<'t>,
+    file: FileId,
+    text: &str,
+    consts: &mut Vec<(Node<'t>, FileId)>,
+) {
+    let quals = qualifiers(n, text);
+    let space = if quals.iter().any(|q| q == "__shared__") {
+        Some(GlobalSpace::Shared)
+    } else if quals.iter().any(|q| q == "__constant__") {
+        Some(GlobalSpace::Constant)
+    } else if quals
+        .iter()
+        .any(|q| q == "__device__" || q == "__managed__")
+    {
+        Some(GlobalSpace::Device)
+    } else {
+        None
+    };
+    let mut c = n.walk();
+    let decls: Vec<Node> = n.children_by_field_name("declarator", &mut c).collect();
+    let mut is_const = quals.iter().any(|q| q == "const" || q == "constexpr");
+    for d in &decls {
+        if function_declarator(*d).is_some() && d.kind() != "init_declarator" {
+            if let Some(name) = function_declarator(*d)
+                .and_then(|f| f.child_by_field_name("declarator"))
+                .and_then(declarator_name)
+            {
+                t.protos.insert(node_text(name, text).to_string());
+            }
+            is_const = false;
+            continue;
+        }
+        if let Some(space) = space {
+            if let Some(name) = declarator_name(*d) {
+                t.globals.insert(
+                    node_text(name, text).to_string(),
+                    GlobalVar {
+                        decl: n,
+                        declarator: *d,
+                        file,
+                        space,
+                    },
+                );
+            }
+        }
+    }
+    if is_const && space.is_none() {
+        consts.push((n, file));
+    }
+}
+
+fn find_extern_shared<'t>(body: Node<'t>, text: &str) -> Option<(Node<'t>, Node<'t>)> {
+    let mut stack = vec![body];
+    let mut count = 0;
+    while let Some(n) = stack.pop() {
+        count += 1;
+        if count > 10_000 {
+            return None;
+        }
+        if n.kind() == "declaration" {
+            let q = qualifiers(n, text);
+            if q.iter().any(|x| x == "extern") && q.iter().any(|x| x == "__shared__") {
+                return n.child_by_field_name("declarator").map(|d| (n, d));
+            }
+        }
+        let mut c = n.walk();
+        for ch in n.named_children(&mut c) {
+            stack.push(ch);
+        }
+    }
+    None
+}

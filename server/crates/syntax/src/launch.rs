@@ -1,0 +1,346 @@
+//! Launch configurations: `<<<grid, block>>>` sites, GPUVerify header lines
+//! (`//--blockDim=[16,16] --gridDim=64`) and `// cudarace: blockDim=(32,8) gridDim=(64)` annotations.
+
+use crate::collect::{declarator_name, Tables};
+use crate::consteval::{eval, node_text, ConstEnv};
+use crate::preprocess::MacroTable;
+use cudarace_ir::{FileId, LaunchConfig, LaunchSite, Span};
+use tree_sitter::{Node, Tree};
+
+/// Parses a dimension list: `[16,16]`, `(32,8)`, `64`, `{1, 2, 3}`.
+fn parse_dims(s: &str) -> Option<[Option<u64>; 3]> {
+    let s = s.trim();
+    let inner = s.trim_start_matches(['[', '(', '{']);
+    let end = inner
+        .find([']', ')', '}'])
+        .unwrap_or_else(|| inner.find(char::is_whitespace).unwrap_or(inner.len()));
+    let inner = &inner[..end];
+    let mut out = [None; 3];
+    let mut n = 0;
+    for (i, part) in inner.split(',').enumerate() {
+        if i >= 3 {
+            return None;
+        }
+        let v = crate::text::parse_int_literal(part.trim())?;
+        if v <= 0 {
+            return None;
+        }
+        out[i] = Some(v as u64);
+        n += 1;
+    }
+    if n == 0 {
+        return None;
+    }
+    // Unlisted dimensions of an explicit list are 1.
+    for d in out.iter_mut().skip(n) {
+        *d = Some(1);
+    }
+    Some(out)
+}
+
+/// Reads `blockDim=…` and `gridDim=…` (with or without leading `--`) from a line.
+fn parse_config_words(line: &str, cfg: &mut LaunchConfig) -> bool {
+    let mut found = false;
+    for key in ["blockDim", "gridDim"] {
+        let mut search = line;
+        while let Some(i) = search.find(key) {
+            let rest = &search[i + key.len()..];
+            let rest_trim = rest.trim_start();
+            if let Some(v) = rest_trim.strip_prefix('=') {
+                if let Some(d) = parse_dims(v) {
+                    if key == "blockDim" {
+                        cfg.block_dim = d;
+                    } else {
+                        cfg.grid_dim = d;
+                    }
+                    found = true;
+                }
+            }
+            search = rest;
+        }
+    }
+    found
+}
+
+/// GPUVerify-style header lines: comment lines starting with `//--` anywhere in the file header.
+pub fn header_launch(text: &str) -> LaunchConfig {
+    let mut cfg = LaunchConfig::default();
+    for line in text.lines().take(200) {
+        let l = line.trim_start();
+        if let Some(rest) = l.strip_prefix("//") {
+            if rest.trim_start().starts_with("--") {
+                parse_config_words(rest, &mut cfg);
+            }
+        }
+    }
+    cfg
+}
+
+/// A `// cudarace: blockDim=(32,8) gridDim=(64)` comment in the comment block directly above
+/// byte offset `start` (blank lines and other comment lines may sit in between).
+pub fn annotation_above(text: &str, start: usize) -> LaunchConfig {
+    let mut cfg = LaunchConfig::default();
+    let before = text.get(..start.min(text.len())).unwrap_or("");
+    // The kernel may start mid-line (after `template<…>` on the same line): skip that line part.
+    let before = match before.rfind('\n') {
+        Some(i) => &before[..i],
+        None => return cfg,
+    };
+    for line in before.lines().rev().take(50) {
+        let l = line.trim();
+        if l.is_empty() {
+            continue;
+        }
+        let Some(body) = l
+            .strip_prefix("//")
+            .or_else(|| l.strip_prefix("/*"))
+            .or_else(|| l.strip_prefix('*'))
+        else {
+            break;
+        };
+        if let Some(i) = body.find("cudarace:") {
+            parse_config_words(&body[i + "cudarace:".len()..], &mut cfg);
+            break;
+        }
+    }
+    cfg
+}
+
+struct HostEnv<'a, 't> {
+    tables: &'a Tables<'t>,
+    /// The host function around the launch: local `int`/`dim3` declarations are looked up there.
+    func_body: Option<Node<'t>>,
+    text: &'a str,
+}
+
+impl ConstEnv for HostEnv<'_, '_> {
+    fn macros(&self) -> &MacroTable {
+        &self.tables.macros
+    }
+    fn ident(&self, name: &str, depth: u32) -> Option<i64> {
+        if let Some(v) = self.tables.ident(name, depth) {
+            return Some(v);
+        }
+        let (init, _) = self.local_init(name)?;
+        match init.kind() {
+            "argument_list" => None,
+            _ => eval(init, self.text, self, depth + 1),
+        }
+    }
+}
+
+impl<'t> HostEnv<'_, 't> {
+    /// The initializer of the unique, never reassigned local `name` in the host function.
+    fn local_init(&self, name: &str) -> Option<(Node<'t>, Node<'t>)> {
+        let body = self.func_body?;
+        let mut found: Option<(Node<'t>, Node<'t>)> = None;
+        let mut stack = vec![body];
+        let mut count = 0;
+        while let Some(n) = stack.pop() {
+            count += 1;
+            if count > 200_000 {
+                return None;
+            }
+            match n.kind() {
+                "init_declarator" => {
+                    if let (Some(d), Some(v)) = (
+                        n.child_by_field_name("declarator"),
+                        n.child_by_field_name("value"),
+                    ) {
+                        if declarator_name(d).is_some_and(|x| node_text(x, self.text) == name) {
+                            if found.is_some() {
+                                return None;
+                            }
+                            found = Some((v, n));
+                        }
+                    }
+                }
+                "assignment_expression" | "update_expression" => {
+                    let target = n
+                        .child_by_field_name("left")
+                        .or_else(|| n.child_by_field_name("argument"));
+                    if let Some(t) = target {
+                        let base = if t.kind() == "field_expression" {
+                            t.child_by_field_name("argument")
+                        } else {
+                            Some(t)
+                        };
+                        if base.is_some_and(|b| node_text(b, self.text) == name) {
+                            return None;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            let mut c = n.walk();
+            for ch in n.named_children(&mut c) {
+                stack.push(ch);
+            }
+        }
+        found
+    }
+
+    fn dims(&self, e: Node<'t>, depth: u32) -> Option<[u64; 3]> {
+        if depth > 16 {
+            return None;
+        }
+        let pos = |v: i64| if v > 0 { Some(v as u64) } else { None };
+        match e.kind() {
+            "call_expression" => {
+                let f = e.child_by_field_name("function")?;
+                if node_text(f, self.text) != "dim3" {
+                    return Some([pos(eval(e, self.text, self, 0)?)?, 1, 1]);
+                }
+                self.dim3_args(e.child_by_field_name("arguments")?)
+            }
+            "identifier" => {
+                if self.tables.macros.contains_key(node_text(e, self.text)) {
+                    let v = eval(e, self.text, self, 0)?;
+                    return Some([pos(v)?, 1, 1]);
+                }
+                match self.local_init(node_text(e, self.text)) {
+                    Some((init, _))
+                        if matches!(init.kind(), "argument_list" | "initializer_list") =>
+                    {
+                        self.dim3_args(init)
+                    }
+                    Some((init, _)) => self.dims(init, depth + 1),
+                    None => Some([pos(eval(e, self.text, self, 0)?)?, 1, 1]),
+                }
+            }
+            "initializer_list" => self.dim3_args(e),
+            _ => Some([pos(eval(e, self.text, self, 0)?)?, 1, 1]),
+        }
+    }
+
+    fn dim3_args(&self, args: Node<'t>) -> Option<[u64; 3]> {
+        let mut c = args.walk();
+        let vals: Vec<Node> = args
+            .named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .collect();
+        if vals.len() > 3 {
+            return None;
+        }
+        let mut out = [1u64; 3];
+        for (i, a) in vals.iter().enumerate() {
+            let v = eval(*a, self.text, self, 0)?;
+            if v <= 0 {
+                return None;
+            }
+            out[i] = v as u64;
+        }
+        Some(out)
+    }
+}
+
+fn enclosing_function_body(mut n: Node) -> Option<Node> {
+    while let Some(p) = n.parent() {
+        if p.kind() == "function_definition" {
+            return p.child_by_field_name("body");
+        }
+        n = p;
+    }
+    None
+}
+
+pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSite> {
+    let mut out = Vec::new();
+    for (i, tree) in trees.iter().enumerate() {
+        let file = FileId(i as u32);
+        let text = tables.text(file);
+        let mut stack = vec![tree.root_node()];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "call_expression" {
+                let mut c = n.walk();
+                let cfg = n
+                    .children(&mut c)
+                    .find(|ch| ch.kind() == "kernel_call_syntax");
+                if let (Some(cfg), Some(f)) = (cfg, n.child_by_field_name("function")) {
+                    let name_node = match f.kind() {
+                        "template_function" => f.child_by_field_name("name"),
+                        "qualified_identifier" => declarator_name(f),
+                        _ => Some(f),
+                    };
+                    if let Some(name_node) = name_node {
+                        let env = HostEnv {
+                            tables,
+                            func_body: enclosing_function_body(n),
+                            text,
+                        };
+                        let mut c2 = cfg.walk();
+                        let args: Vec<Node> = cfg
+                            .named_children(&mut c2)
+                            .filter(|a| a.kind() != "comment")
+                            .collect();
+                        out.push(LaunchSite {
+                            kernel: node_text(name_node, text).to_string(),
+                            span: Span::new(file, n.start_byte(), n.end_byte()),
+                            grid_dim: args.first().and_then(|g| env.dims(*g, 0)),
+                            block_dim: args.get(1).and_then(|b| env.dims(*b, 0)),
+                        });
+                    }
+                } else if let Some(site) = runtime_api_launch(tables, n, file, text) {
+                    out.push(site);
+                }
+            }
+            let mut c = n.walk();
+            for ch in n.named_children(&mut c) {
+                stack.push(ch);
+            }
+        }
+    }
+    out.sort_by_key(|s| (s.span.file, s.span.start));
+    out
+}
+
+/// `cudaLaunchKernel((void *)k, grid, block, args, …)` and `cudaLaunchCooperativeKernel(…)`.
+fn runtime_api_launch<'t>(
+    tables: &Tables<'t>,
+    n: Node<'t>,
+    file: FileId,
+    text: &str,
+) -> Option<LaunchSite> {
+    let f = n.child_by_field_name("function")?;
+    let fname = node_text(f, text);
+    if !matches!(fname, "cudaLaunchKernel" | "cudaLaunchCooperativeKernel") {
+        return None;
+    }
+    let args_node = n.child_by_field_name("arguments")?;
+    let mut c = args_node.walk();
+    let args: Vec<Node> = args_node
+        .named_children(&mut c)
+        .filter(|a| a.kind() != "comment")
+        .collect();
+    // The kernel: strip casts, parentheses and `&`.
+    let mut k = *args.first()?;
+    for _ in 0..8 {
+        k = match k.kind() {
+            "cast_expression" => k.child_by_field_name("value")?,
+            "parenthesized_expression" => k.named_child(0)?,
+            "pointer_expression" => k.child_by_field_name("argument")?,
+            "call_expression" => {
+                // reinterpret_cast<void *>(k)
+                let a = k.child_by_field_name("arguments")?;
+                a.named_child(0)?
+            }
+            _ => break,
+        };
+    }
+    let name_node = match k.kind() {
+        "identifier" => k,
+        "template_function" => k.child_by_field_name("name")?,
+        _ => return None,
+    };
+    let env = HostEnv {
+        tables,
+        func_body: enclosing_function_body(n),
+        text,
+    };
+    Some(LaunchSite {
+        kernel: node_text(name_node, text).to_string(),
+        span: Span::new(file, n.start_byte(), n.end_byte()),
+        grid_dim: args.get(1).and_then(|g| env.dims(*g, 0)),
+        block_dim: args.get(2).and_then(|b| env.dims(*b, 0)),
+    })
+}

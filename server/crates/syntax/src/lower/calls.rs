@@ -1,0 +1,880 @@
+//! Calls: barriers, atomics, cooperative groups, math built-ins, device-function inlining,
+//! macros, and calls without a body.
+
+use super::stmt::contains_return;
+use super::*;
+
+const ATOMICS: &[&str] = &[
+    "atomicAdd",
+    "atomicSub",
+    "atomicExch",
+    "atomicMin",
+    "atomicMax",
+    "atomicInc",
+    "atomicDec",
+    "atomicCAS",
+    "atomicAnd",
+    "atomicOr",
+    "atomicXor",
+];
+
+fn is_atomic(name: &str) -> bool {
+    let base = name
+        .strip_suffix("_block")
+        .or_else(|| name.strip_suffix("_system"))
+        .unwrap_or(name);
+    ATOMICS.contains(&base)
+}
+
+fn is_warp_value_intrinsic(name: &str) -> bool {
+    name.starts_with("__shfl")
+        || name.starts_with("__ballot")
+        || name.starts_with("__any")
+        || name.starts_with("__all")
+        || name.starts_with("__match")
+        || name.starts_with("__reduce_")
+        || name == "__activemask"
+        || name == "__lanemask_lt"
+}
+
+fn args_of(n: Node) -> Vec<Node> {
+    match n.child_by_field_name("arguments") {
+        Some(a) => {
+            let mut c = a.walk();
+            let v: Vec<Node> = a
+                .named_children(&mut c)
+                .filter(|x| x.kind() != "comment")
+                .collect();
+            v
+        }
+        None => vec![],
+    }
+}
+
+impl<'a, 't> Lowerer<'a, 't> {
+    fn linear_tid(&self) -> Expr {
+        use Builtin::*;
+        let x = Expr::Builtin(ThreadIdx(Dim::X));
+        let y = Expr::bin(
+            BinOp::Mul,
+            Expr::Builtin(ThreadIdx(Dim::Y)),
+            Expr::Builtin(BlockDim(Dim::X)),
+        );
+        let z = Expr::bin(
+            BinOp::Mul,
+            Expr::Builtin(ThreadIdx(Dim::Z)),
+            Expr::bin(
+                BinOp::Mul,
+                Expr::Builtin(BlockDim(Dim::X)),
+                Expr::Builtin(BlockDim(Dim::Y)),
+            ),
+        );
+        Expr::bin(BinOp::Add, Expr::bin(BinOp::Add, x, y), z)
+    }
+
+    fn block_size(&self) -> Expr {
+        use Builtin::*;
+        Expr::bin(
+            BinOp::Mul,
+            Expr::bin(
+                BinOp::Mul,
+                Expr::Builtin(BlockDim(Dim::X)),
+                Expr::Builtin(BlockDim(Dim::Y)),
+            ),
+            Expr::Builtin(BlockDim(Dim::Z)),
+        )
+    }
+
+    fn lower_args(&mut self, args: &[Node]) -> Vec<Val> {
+        args.iter().map(|a| self.expr(*a)).collect()
+    }
+
+    fn arrays_of_vals(vals: &[Val]) -> Vec<ArrayId> {
+        let mut out = Vec::new();
+        for v in vals {
+            if let Val::P(p) = v {
+                out.extend(p.base.arrays());
+            }
+        }
+        out
+    }
+
+    pub fn call(&mut self, n: Node) -> Val {
+        let span = self.span(n);
+        let Some(f) = n.child_by_field_name("function") else {
+            return Val::S(self.unknown("call", span, false));
+        };
+        let args = args_of(n);
+        let mut c = n.walk();
+        let is_launch = n
+            .children(&mut c)
+            .any(|ch| ch.kind() == "kernel_call_syntax");
+        if is_launch {
+            let vals = self.lower_args(&args);
+            let arrays = Self::arrays_of_vals(&vals);
+            self.opaque(
+                "kernel launch from device code",
+                span,
+                arrays,
+                vec![],
+                false,
+            );
+            return Val::Void;
+        }
+        match f.kind() {
+            "identifier" => {
+                let name = self.text(f);
+                if let Some(m) = self.tab.macros.get(&name) {
+                    if !self.expanding.contains(&name) && m.params.is_some() {
+                        let texts = args.iter().map(|a| self.text(*a)).collect();
+                        return self.expand_macro(&name, Some(texts), n);
+                    }
+                }
+                self.named_call(&name, None, n, &args)
+            }
+            "template_function" => {
+                let name = f
+                    .child_by_field_name("name")
+                    .map(|x| self.text(x))
+                    .unwrap_or_default();
+                let targs = f.child_by_field_name("arguments").map(|a| {
+                    let mut c = a.walk();
+                    let v: Vec<Node> = a
+                        .named_children(&mut c)
+                        .filter(|x| x.kind() != "comment")
+                        .collect();
+                    v
+                });
+                self.named_call(&name, targs, n, &args)
+            }
+            "qualified_identifier" => {
+                let mut name_node = f;
+                for _ in 0..16 {
+                    if name_node.kind() != "qualified_identifier" {
+                        break;
+                    }
+                    match name_node.child_by_field_name("name") {
+                        Some(x) => name_node = x,
+                        None => break,
+                    }
+                }
+                if name_node.kind() == "template_function" {
+                    let name = name_node
+                        .child_by_field_name("name")
+                        .map(|x| self.text(x))
+                        .unwrap_or_default();
+                    let targs = name_node.child_by_field_name("arguments").map(|a| {
+                        let mut c = a.walk();
+                        let v: Vec<Node> = a
+                            .named_children(&mut c)
+                            .filter(|x| x.kind() != "comment")
+                            .collect();
+                        v
+                    });
+                    return self.named_call(&name, targs, n, &args);
+                }
+                let name = self.text(name_node);
+                self.named_call(&name, None, n, &args)
+            }
+            "field_expression" => {
+                let method = f
+                    .child_by_field_name("field")
+                    .map(|x| self.text(x))
+                    .unwrap_or_default();
+                let obj_node = f.child_by_field_name("argument");
+                let obj = match obj_node {
+                    Some(o) => self.expr(o),
+                    None => Val::Void,
+                };
+                match obj {
+                    Val::Group(g) => self.group_method(g, &method, n, &args),
+                    _ => {
+                        // Methods of user types are not inlined: the object may hold pointers
+                        // to any array and the method may synchronize or change the object.
+                        self.lower_args(&args);
+                        let locals = match obj_node {
+                            Some(o) => self.all_mentioned_locals(o).1,
+                            None => vec![],
+                        };
+                        self.opaque(
+                            format!("method call `.{method}()` (methods are not inlined)"),
+                            span,
+                            vec![ALL_ARRAYS],
+                            locals,
+                            true,
+                        );
+                        Val::S(self.unknown(format!("result of `{method}`"), span, false))
+                    }
+                }
+            }
+            _ => {
+                let vals = self.lower_args(&args);
+                let arrays = Self::arrays_of_vals(&vals);
+                self.opaque(
+                    "call through a function pointer",
+                    span,
+                    arrays,
+                    vec![],
+                    true,
+                );
+                Val::S(self.unknown("result of an indirect call", span, false))
+            }
+        }
+    }
+
+    fn barrier(&mut self, kind: BarrierKind, span: Span) {
+        self.emit(Stmt::Barrier(Barrier { kind, span }));
+    }
+
+    fn group_sync(&mut self, g: GroupKind, span: Span) {
+        match g {
+            GroupKind::Block => self.barrier(BarrierKind::Block, span),
+            GroupKind::Grid => self.barrier(BarrierKind::Grid, span),
+            GroupKind::Tile(Some(32)) => self.barrier(BarrierKind::Warp { mask: None }, span),
+            GroupKind::Tile(_) => self.opaque(
+                "synchronization of a thread group other than a block, a grid or a warp",
+                span,
+                vec![],
+                vec![],
+                true,
+            ),
+        }
+    }
+
+    fn group_method(&mut self, g: GroupKind, method: &str, n: Node, args: &[Node]) -> Val {
+        let span = self.span(n);
+        match method {
+            "sync" | "barrier_wait" => {
+                self.group_sync(g, span);
+                Val::Void
+            }
+            "thread_rank" => match g {
+                GroupKind::Block => Val::S(self.linear_tid()),
+                GroupKind::Tile(Some(t)) if t > 0 && (t & (t - 1)) == 0 && t <= 32 => {
+                    Val::S(Expr::bin(BinOp::Rem, self.linear_tid(), Expr::Int(t)))
+                }
+                _ => Val::S(self.unknown("thread rank in a group", span, false)),
+            },
+            "size" | "num_threads" => match g {
+                GroupKind::Block => Val::S(self.block_size()),
+                GroupKind::Tile(Some(t)) => Val::S(Expr::Int(t)),
+                _ => Val::S(self.unknown("group size", span, true)),
+            },
+            "meta_group_size" | "num_blocks" | "is_valid" => {
+                Val::S(self.unknown(format!("group `{method}`"), span, true))
+            }
+            _ => {
+                self.lower_args(args);
+                Val::S(self.unknown(format!("group `{method}`"), span, false))
+            }
+        }
+    }
+
+    fn named_call(&mut self, name: &str, targs: Option<Vec<Node>>, n: Node, args: &[Node]) -> Val {
+        let span = self.span(n);
+        match name {
+            "__syncthreads" => {
+                self.lower_args(args);
+                self.barrier(BarrierKind::Block, span);
+                return Val::Void;
+            }
+            "__syncthreads_count" | "__syncthreads_and" | "__syncthreads_or" => {
+                self.lower_args(args);
+                self.barrier(BarrierKind::Block, span);
+                return Val::S(self.unknown(format!("result of `{name}`"), span, true));
+            }
+            "__syncwarp" => {
+                let mask = args.first().map(|a| self.scalar_expr(*a));
+                let mask = match mask {
+                    None => None,
+                    Some(Expr::Int(m)) if (m as u64 & 0xffff_ffff) == 0xffff_ffff => None,
+                    Some(m) => Some(m),
+                };
+                self.barrier(BarrierKind::Warp { mask }, span);
+                return Val::Void;
+            }
+            "__threadfence" | "__threadfence_block" | "__threadfence_system" => return Val::Void,
+            "this_thread_block" => return Val::Group(GroupKind::Block),
+            "this_grid" => return Val::Group(GroupKind::Grid),
+            "coalesced_threads" => return Val::Group(GroupKind::Tile(None)),
+            "tiled_partition" => {
+                let vals = self.lower_args(args);
+                let size = match (&targs, vals.get(1)) {
+                    (Some(t), _) if !t.is_empty() => {
+                        let e = self.scalar_expr(t[0]);
+                        match fold(&e) {
+                            Expr::Int(v) => Some(v),
+                            _ => None,
+                        }
+                    }
+                    (_, Some(Val::S(Expr::Int(v)))) => Some(*v),
+                    _ => None,
+                };
+                return Val::Group(GroupKind::Tile(size));
+            }
+            "sync" => {
+                if let Some(a) = args.first() {
+                    if let Val::Group(g) = self.expr(*a) {
+                        self.group_sync(g, span);
+                        return Val::Void;
+                    }
+                }
+            }
+            "static_cast" | "reinterpret_cast" | "const_cast" | "dynamic_cast" => {
+                let Some(a) = args.first() else {
+                    return Val::Void;
+                };
+                let v = self.expr(*a);
+                let ty = targs.as_ref().and_then(|t| t.first().copied());
+                return self.cast_val(ty, v, span);
+            }
+            "min" | "max" | "umin" | "umax" | "llmin" | "llmax" | "fminf" | "fmaxf" | "fmin"
+            | "fmax" | "ullmin" | "ullmax"
+                if args.len() == 2 =>
+            {
+                let a = self.scalar_expr(args[0]);
+                let b = self.scalar_expr(args[1]);
+                let is_min = name.contains("min");
+                let c = Expr::bin(
+                    if is_min { BinOp::Lt } else { BinOp::Gt },
+                    a.clone(),
+                    b.clone(),
+                );
+                return Val::S(fold(&Expr::ite(c, a, b)));
+            }
+            "abs" | "labs" | "llabs" | "fabsf" | "fabs" if args.len() == 1 => {
+                let a = self.scalar_expr(args[0]);
+                let c = Expr::bin(BinOp::Lt, a.clone(), Expr::Int(0));
+                return Val::S(Expr::ite(c, Expr::un(UnOp::Neg, a.clone()), a));
+            }
+            "__mul24" | "__umul24" if args.len() == 2 => {
+                let a = self.scalar_expr(args[0]);
+                let b = self.scalar_expr(args[1]);
+                return Val::S(fold(&Expr::bin(BinOp::Mul, a, b)));
+            }
+            "__ldg" | "__ldca" | "__ldcg" | "__ldcs" | "__ldlu" | "__ldcv" if args.len() == 1 => {
+                let place = self.pointed_place(args[0]);
+                return Val::S(self.read(place, span));
+            }
+            "__builtin_expect" if !args.is_empty() => {
+                let v = self.expr(args[0]);
+                for a in &args[1..] {
+                    self.expr_discard(*a);
+                }
+                return v;
+            }
+            "printf" | "assert" | "__assert_fail" | "__prof_trigger" | "__nanosleep"
+            | "__builtin_assume" => {
+                self.lower_args(args);
+                return Val::Void;
+            }
+            _ => {}
+        }
+        if is_atomic(name) {
+            return self.atomic(name, args, span);
+        }
+        if let Some(g) = self.tab.shared_structs.get(name).copied() {
+            // `T *s = SharedMemory<T>();` — the dynamic shared memory array.
+            self.lower_args(args);
+            let key = (g.file, g.declarator.start_byte());
+            let id = match self.shared_decls.get(&key) {
+                Some(id) => *id,
+                None => {
+                    let text = self.tab.texts[g.file.0 as usize].clone();
+                    let nm = declarator_name(g.declarator)
+                        .map(|x| node_text(x, &text).to_string())
+                        .unwrap_or_else(|| "dynamic_shared".into());
+                    let aspan =
+                        Span::new(g.file, g.declarator.start_byte(), g.declarator.end_byte());
+                    let id = self.new_array(
+                        &nm,
+                        MemSpace::Shared,
+                        ArrayOrigin::ExternShared,
+                        ScalarType::Other,
+                        None,
+                        vec![None],
+                        aspan,
+                    );
+                    self.shared_decls.insert(key, id);
+                    id
+                }
+            };
+            let p = self.array_ptr(id, span);
+            return Val::P(p);
+        }
+        if is_warp_value_intrinsic(name) {
+            self.lower_args(args);
+            return Val::S(self.unknown(
+                format!("result of `{name}` (warp register exchange)"),
+                span,
+                false,
+            ));
+        }
+        // A call through a variable (a lambda, a functor): its body is not modelled and may touch
+        // any array it captured.
+        if matches!(
+            self.lookup(name),
+            Some(Binding::Local(_) | Binding::Value(_) | Binding::Private | Binding::Ptr(_))
+        ) {
+            self.lower_args(args);
+            self.opaque(
+                format!("call through the variable `{name}` (lambda or function object)"),
+                span,
+                vec![ALL_ARRAYS],
+                vec![],
+                true,
+            );
+            return Val::S(self.unknown(format!("result of `{name}`"), span, false));
+        }
+        // A device function with a body: inline it.
+        let def = self.tab.funcs.get(name).and_then(|defs| {
+            let pick = defs
+                .iter()
+                .filter(|d| !d.is_kernel && d.node.child_by_field_name("body").is_some());
+            let candidates: Vec<&FuncDef<'t>> = pick.collect();
+            candidates
+                .iter()
+                .find(|d| param_count(d) == args.len())
+                .or_else(|| candidates.first())
+                .copied()
+                .copied()
+        });
+        if let Some(def) = def {
+            return self.inline(name, &def, targs, n, args);
+        }
+        let vals = self.lower_args(args);
+        let arrays = Self::arrays_of_vals(&vals);
+        let declared = self.tab.protos.contains(name) || self.tab.funcs.contains_key(name);
+        if !arrays.is_empty() || declared {
+            // A user function defined elsewhere may synchronize; a library function does not.
+            self.opaque(
+                format!("call to `{name}` whose body is not available"),
+                span,
+                arrays,
+                vec![],
+                declared,
+            );
+        }
+        Val::S(self.unknown(format!("result of `{name}`"), span, false))
+    }
+
+    pub fn cast_val(&mut self, ty: Option<Node>, v: Val, span: Span) -> Val {
+        let Some(ty) = ty else { return v };
+        let is_ptr = ty
+            .child_by_field_name("declarator")
+            .is_some_and(|d| d.kind().contains("pointer"));
+        let base_ty = ty
+            .child_by_field_name("type")
+            .map(|t| self.type_text(t))
+            .unwrap_or_default();
+        if is_ptr {
+            let target = types::elem_size(&base_ty);
+            return match v {
+                Val::P(p) => Val::P(self.ptr_cast(p, target, &base_ty, span)),
+                Val::S(Expr::Int(0)) => Val::S(Expr::Int(0)),
+                _ => Val::P(PtrVal {
+                    base: Base::Unknown,
+                    off: Expr::Int(0),
+                    stride: Expr::Int(1),
+                    elem_size: target,
+                }),
+            };
+        }
+        if base_ty.trim() == "void" {
+            return Val::Void;
+        }
+        match (types::scalar_type(&base_ty), v) {
+            (t @ ScalarType::Int { .. }, Val::S(e)) => Val::S(fold(&Expr::Cast(t, Box::new(e)))),
+            (t @ (ScalarType::Float | ScalarType::Bool), Val::S(e)) => {
+                Val::S(Expr::Cast(t, Box::new(e)))
+            }
+            (_, v) => v,
+        }
+    }
+
+    /// The place a pointer argument points to; `&a[i][j]` keeps its per-dimension index.
+    fn pointed_place(&mut self, arg: Node) -> Place {
+        let mut a = arg;
+        while a.kind() == "parenthesized_expression" {
+            match a.named_child(0) {
+                Some(x) => a = x,
+                None => break,
+            }
+        }
+        if a.kind() == "pointer_expression"
+            && a.child_by_field_name("operator")
+                .is_some_and(|o| self.text(o) == "&")
+        {
+            if let Some(inner) = a.child_by_field_name("argument") {
+                if inner.kind() == "subscript_expression" {
+                    if let Ok(p) = self.subscript(inner) {
+                        return p;
+                    }
+                }
+            }
+        }
+        match self.expr(arg) {
+            Val::P(p) => self.deref(&p, Expr::Int(0)),
+            _ => Place::Unknown,
+        }
+    }
+
+    fn atomic(&mut self, name: &str, args: &[Node], span: Span) -> Val {
+        let Some(first) = args.first() else {
+            return Val::S(self.unknown("atomic without arguments", span, false));
+        };
+        let place = self.pointed_place(*first);
+        // The operands are evaluated before the read-modify-write.
+        for a in &args[1..] {
+            self.expr_discard(*a);
+        }
+        let aspan = self.span(*first);
+        match place {
+            Place::Cell { array, index, flat } => Val::S(Expr::Load(self.access(
+                array,
+                index,
+                flat,
+                AccessMode::Atomic,
+                None,
+                aspan,
+            ))),
+            Place::Local(_) | Place::Private | Place::Ptr(_) => Val::S(self.unknown(
+                format!("result of `{name}` on thread-private memory"),
+                span,
+                false,
+            )),
+            Place::Many(v) => {
+                self.opaque(
+                    format!("`{name}` through a pointer that may point into different arrays"),
+                    span,
+                    v,
+                    vec![],
+                    false,
+                );
+                Val::S(self.unknown(format!("result of `{name}`"), span, false))
+            }
+            Place::Unknown => {
+                self.opaque(
+                    format!("`{name}` through a pointer with an unknown target"),
+                    span,
+                    vec![ALL_ARRAYS],
+                    vec![],
+                    false,
+                );
+                Val::S(self.unknown(format!("result of `{name}`"), span, false))
+            }
+        }
+    }
+
+    fn inline(
+        &mut self,
+        name: &str,
+        def: &FuncDef<'t>,
+        targs: Option<Vec<Node>>,
+        call: Node,
+        args: &[Node],
+    ) -> Val {
+        let span = self.span(call);
+        let key = (def.file, def.node.start_byte());
+        if self.frames.iter().any(|f| f.key == key) {
+            self.set_unsupported(format!(
+                "recursive device function `{name}` cannot be inlined"
+            ));
+            return Val::S(self.unknown("recursive call", span, false));
+        }
+        if self.frames.len() > MAX_INLINE_DEPTH {
+            self.set_unsupported(format!(
+                "device functions nested more than {MAX_INLINE_DEPTH} calls deep (at `{name}`)"
+            ));
+            return Val::S(self.unknown("call nested too deeply", span, false));
+        }
+        let Some(body) = def.node.child_by_field_name("body") else {
+            return Val::S(self.unknown("call", span, false));
+        };
+        let def_text = self.tab.texts[def.file.0 as usize].clone();
+        // Parameter declarations of the callee.
+        let params: Vec<Node<'t>> = def
+            .node
+            .child_by_field_name("declarator")
+            .and_then(function_declarator)
+            .and_then(|f| f.child_by_field_name("parameters"))
+            .map(|p| {
+                let mut c = p.walk();
+                let v: Vec<Node<'t>> = p
+                    .named_children(&mut c)
+                    .filter(|x| x.kind().contains("parameter_declaration"))
+                    .collect();
+                v
+            })
+            .unwrap_or_default();
+        // Arguments, in the caller's context: references bind places, others values.
+        let mut bound: Vec<(String, Node<'t>, Shape, ArgVal)> = Vec::new();
+        for (i, p) in params.iter().enumerate() {
+            let decl = p.child_by_field_name("declarator");
+            let shape = decl.map(declarator_shape).unwrap_or(Shape::Scalar);
+            let pname = decl
+                .and_then(declarator_name)
+                .map(|x| node_text(x, &def_text).to_string())
+                .unwrap_or_default();
+            let av = match args.get(i) {
+                Some(a) if shape == Shape::Reference => ArgVal::Ref(self.reference_binding(*a)),
+                Some(a) => ArgVal::V(self.expr(*a)),
+                None => ArgVal::Default,
+            };
+            bound.push((pname, *p, shape, av));
+        }
+        for a in args.iter().skip(params.len()) {
+            self.expr_discard(*a); // variadic extras
+        }
+        let targ_vals: Vec<Option<Expr>> = targs
+            .unwrap_or_default()
+            .iter()
+            .map(|t| {
+                if t.kind() == "type_descriptor" {
+                    None
+                } else {
+                    Some(self.scalar_expr(*t))
+                }
+            })
+            .collect();
+        // Switch to the callee.
+        let saved_src = std::mem::replace(
+            &mut self.src,
+            Src {
+                file: def.file,
+                text: def_text.clone(),
+                at: None,
+            },
+        );
+        let assigned = assigned_names(body, &def_text);
+        let returns = count_returns(body);
+        let last_is_return = {
+            let mut c = body.walk();
+            let last = body
+                .named_children(&mut c)
+                .filter(|x| x.kind() != "comment")
+                .last();
+            last.is_some_and(|l| l.kind() == "return_statement")
+        };
+        let ret_ty_text = def
+            .node
+            .child_by_field_name("type")
+            .map(|t| node_text(t, &def_text).to_string())
+            .unwrap_or_default();
+        let returns_ptr = def.node.child_by_field_name("declarator").is_some_and(|d| {
+            d.kind() == "pointer_declarator" || d.kind() == "reference_declarator"
+        });
+        let is_void = ret_ty_text.trim() == "void" && !returns_ptr;
+        let needs_flag = returns > 1 || (returns == 1 && !last_is_return);
+        let scope_base = self.scopes.len();
+        self.frames.push(Frame {
+            key,
+            scope_base,
+            is_kernel: false,
+            ret_local: None,
+            ret_val: None,
+            flag: None,
+            loop_depth: 0,
+            assigned,
+        });
+        self.push_scope();
+        // Template parameters.
+        if let Some(tp) = def.template_params {
+            let mut c = tp.walk();
+            let list: Vec<Node> = tp.named_children(&mut c).collect();
+            for (i, p) in list.iter().enumerate() {
+                if !matches!(
+                    p.kind(),
+                    "parameter_declaration" | "optional_parameter_declaration"
+                ) {
+                    continue;
+                }
+                let Some(nm) = p
+                    .child_by_field_name("declarator")
+                    .and_then(declarator_name)
+                else {
+                    continue;
+                };
+                let pname = self.text(nm);
+                let v = match targ_vals.get(i).cloned().flatten() {
+                    Some(v) => v,
+                    None => match p.child_by_field_name("default_value") {
+                        Some(d) => self.scalar_expr(d),
+                        None => {
+                            let s = self.span(nm);
+                            self.unknown(
+                                format!("template parameter `{pname}` of `{name}` (deduced)"),
+                                s,
+                                true,
+                            )
+                        }
+                    },
+                };
+                self.bind(&pname, Binding::Value(v));
+            }
+        }
+        for (pname, p, shape, av) in bound {
+            if pname.is_empty() {
+                continue;
+            }
+            let decl = p.child_by_field_name("declarator");
+            let pspan = self.span(decl.unwrap_or(p));
+            let ty_text = p
+                .child_by_field_name("type")
+                .map(|t| self.type_text(t))
+                .unwrap_or_default();
+            let av = match av {
+                ArgVal::Default => match p.child_by_field_name("default_value") {
+                    Some(d) => ArgVal::V(self.expr(d)),
+                    None => ArgVal::V(Val::S(self.unknown(
+                        format!("missing argument `{pname}`"),
+                        pspan,
+                        false,
+                    ))),
+                },
+                x => x,
+            };
+            match (shape, av) {
+                (_, ArgVal::Ref(b)) => self.bind(&pname, b),
+                (_, ArgVal::V(Val::Group(g))) => self.bind(&pname, Binding::Group(g)),
+                (Shape::Pointer | Shape::Array, ArgVal::V(v)) => {
+                    let (base, off) = match v {
+                        Val::P(p) => (p.base, p.off),
+                        Val::S(Expr::Int(0)) => (Base::Null, Expr::Int(0)),
+                        _ => (Base::Unknown, Expr::Int(0)),
+                    };
+                    let key = (
+                        def.file,
+                        decl.map(|d| d.start_byte()).unwrap_or(p.start_byte()),
+                    );
+                    let slot = self.new_slot(key, base, off, types::elem_size(&ty_text), &pname);
+                    if shape == Shape::Array {
+                        if let Some(d) = decl {
+                            let (dims, _) = self.capture(|l| l.array_dims(d));
+                            self.slots[slot].inner = dims.into_iter().skip(1).collect();
+                        }
+                    }
+                    self.bind(&pname, Binding::Ptr(slot));
+                }
+                (_, ArgVal::V(v)) => {
+                    let e = self.scalar_of(v, pspan);
+                    let reassigned = self
+                        .frames
+                        .last()
+                        .is_some_and(|f| f.assigned.contains(&pname));
+                    if reassigned || expr_has_local(&e) {
+                        let ty = types::scalar_type(&ty_text);
+                        let l = self.new_local(&format!("{name}.{pname}"), ty, pspan);
+                        let e = self.coerce(ty, e);
+                        self.emit(Stmt::Assign {
+                            local: l,
+                            value: e,
+                            span: pspan,
+                        });
+                        self.bind(&pname, Binding::Local(l));
+                    } else {
+                        self.bind(&pname, Binding::Value(e));
+                    }
+                }
+                (_, ArgVal::Default) => {}
+            }
+        }
+        if needs_flag {
+            let fspan = self.span(body);
+            let flag = self.new_local(&format!("{name}.returned"), ScalarType::Bool, fspan);
+            self.emit(Stmt::Assign {
+                local: flag,
+                value: Expr::Bool(false),
+                span: fspan,
+            });
+            let ret = if is_void || returns_ptr {
+                None
+            } else {
+                let l = self.new_local(
+                    &format!("{name}.result"),
+                    types::scalar_type(&ret_ty_text),
+                    fspan,
+                );
+                let u = self.unknown(
+                    format!("result of `{name}` when it returns no value"),
+                    fspan,
+                    false,
+                );
+                self.emit(Stmt::Assign {
+                    local: l,
+                    value: u,
+                    span: fspan,
+                });
+                Some(l)
+            };
+            if let Some(f) = self.frames.last_mut() {
+                f.flag = Some(flag);
+                f.ret_local = ret;
+            }
+        }
+        self.block_items(body);
+        let frame = self.frames.pop();
+        self.scopes.truncate(scope_base.max(1));
+        self.src = saved_src;
+        let Some(frame) = frame else { return Val::Void };
+        if let Some(r) = frame.ret_local {
+            return Val::S(Expr::Local(r));
+        }
+        if frame.flag.is_some() && returns_ptr {
+            return Val::P(PtrVal {
+                base: Base::Unknown,
+                off: Expr::Int(0),
+                stride: Expr::Int(1),
+                elem_size: None,
+            });
+        }
+        match frame.ret_val {
+            Some(v) => v,
+            None if is_void => Val::Void,
+            None => Val::S(self.unknown(format!("result of `{name}`"), span, false)),
+        }
+    }
+}
+
+enum ArgVal {
+    V(Val),
+    Ref(Binding),
+    Default,
+}
+
+fn param_count(d: &FuncDef) -> usize {
+    d.node
+        .child_by_field_name("declarator")
+        .and_then(function_declarator)
+        .and_then(|f| f.child_by_field_name("parameters"))
+        .map(|p| {
+            let mut c = p.walk();
+            let n = p
+                .named_children(&mut c)
+                .filter(|x| x.kind().contains("parameter_declaration"))
+                .count();
+            n
+        })
+        .unwrap_or(0)
+}
+
+fn count_returns(body: Node) -> usize {
+    let mut n = 0;
+    let mut stack = vec![body];
+    while let Some(x) = stack.pop() {
+        match x.kind() {
+            "return_statement" => {
+                n += 1;
+                continue;
+            }
+            "lambda_expression" => continue,
+            _ => {}
+        }
+        let mut c = x.walk();
+        for ch in x.named_children(&mut c) {
+            stack.push(ch);
+        }
+    }
+    let _ = contains_return;
+    n
+}

@@ -1,0 +1,1111 @@
+//! Lowering of kernels to the IR: the per-kernel state ([`Lowerer`]), name resolution and the
+//! kernel set-up. Statements, expressions, pointers and calls live in the submodules.
+
+mod calls;
+mod expr;
+mod pointers;
+mod stmt;
+pub(crate) mod types;
+
+use crate::collect::{
+    collect, declarator_name, function_declarator, qualifiers, FuncDef, GlobalSpace, Tables,
+};
+use crate::consteval::node_text;
+use crate::preprocess::preprocess;
+use crate::FrontendOptions;
+use cudarace_ir as ir;
+use ir::*;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+use tree_sitter::{Node, Tree};
+
+/// Nesting of statements and expressions (after inlining) beyond which a kernel is unsupported.
+const MAX_DEPTH: u32 = 200;
+/// Device-function inlining depth beyond which a kernel is unsupported.
+pub(crate) const MAX_INLINE_DEPTH: usize = 16;
+/// Syntax nodes visited per kernel (inlining can multiply code) before giving up.
+const MAX_WORK: u64 = 3_000_000;
+/// Stands for "every array of the kernel" in an [`Opaque`] while lowering; replaced at the end.
+pub(crate) const ALL_ARRAYS: ArrayId = ArrayId(u32::MAX);
+
+pub(crate) fn lower_file(
+    path: Option<&Path>,
+    text: &str,
+    tree: Option<&Tree>,
+    opts: &FrontendOptions,
+) -> FileIr {
+    // Deeply nested input recurses deeply in the lowering; run it on a thread with a big stack
+    // (virtual memory only) so the depth guards, not the stack, are the limit.
+    let spawned = std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .name("cudarace-lower".into())
+            .stack_size(512 << 20)
+            .spawn_scoped(s, || lower_file_inner(path, text, tree, opts))
+        {
+            Ok(h) => Some(h.join().ok()),
+            Err(_) => None,
+        }
+    });
+    let result = match spawned {
+        Some(r) => r,
+        // No thread available: lower here (the depth guards keep the recursion moderate).
+        None => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            lower_file_inner(path, text, tree, opts)
+        }))
+        .ok(),
+    };
+    result.unwrap_or_else(|| {
+        let mut f = FileIr::default();
+        f.files.push(SourceFile {
+            path: path.map(|p| p.to_path_buf()),
+            text: Arc::from(text),
+        });
+        f.syntax_errors.push(SyntaxError {
+            span: Span::default(),
+            message: "internal error in the CUDA front end; no kernel was analysed".into(),
+        });
+        f
+    })
+}
+
+fn lower_file_inner(
+    path: Option<&Path>,
+    text: &str,
+    tree: Option<&Tree>,
+    opts: &FrontendOptions,
+) -> FileIr {
+    let pre = preprocess(path, text, opts);
+    let mut pre = pre;
+    let mut fir = FileIr::default();
+    let mut trees: Vec<Tree> = Vec::new();
+    for (i, u) in pre.units.iter_mut().enumerate() {
+        fir.files.push(SourceFile {
+            path: u.path.clone(),
+            text: u.text.clone(),
+        });
+        let mut t = match tree {
+            Some(t) if i == 0 && *u.clean == *u.text => t.clone(),
+            _ => crate::parse::parse(&u.clean, None),
+        };
+        if t.root_node().has_error() {
+            // Keep broken host code from swallowing kernels (see repair.rs).
+            let (fixed, mut errs) = crate::repair::repair(&u.clean, u.file);
+            if let Some(fixed) = fixed {
+                t = crate::parse::parse(&fixed, None);
+                u.clean = Arc::from(fixed);
+                fir.syntax_errors.append(&mut errs);
+            }
+        }
+        crate::errors::collect(&t, &u.clean, u.file, &mut fir.syntax_errors);
+        trees.push(t);
+    }
+    fir.syntax_errors.sort_by_key(|e| e.span);
+    fir.header_launch = crate::launch::header_launch(text);
+    let tables = collect(&pre, &trees);
+    fir.launch_sites = crate::launch::launch_sites(&tables, &trees);
+    for def in &tables.kernels {
+        let k =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lower_kernel(&tables, def)));
+        match k {
+            Ok(k) => fir.kernels.push(k),
+            Err(_) => fir.kernels.push(failed_kernel(
+                &tables,
+                def,
+                "internal error in the CUDA front end while lowering this kernel",
+            )),
+        }
+    }
+    fir
+}
+
+fn kernel_name<'t>(tab: &Tables<'t>, def: &FuncDef<'t>) -> (String, Span) {
+    let text = tab.text(def.file);
+    let name = def
+        .node
+        .child_by_field_name("declarator")
+        .and_then(function_declarator)
+        .and_then(|f| f.child_by_field_name("declarator"))
+        .and_then(declarator_name);
+    match name {
+        Some(n) => (
+            node_text(n, text).to_string(),
+            Span::new(def.file, n.start_byte(), n.end_byte()),
+        ),
+        None => (
+            "<kernel>".to_string(),
+            Span::new(def.file, def.node.start_byte(), def.node.start_byte()),
+        ),
+    }
+}
+
+fn failed_kernel<'t>(tab: &Tables<'t>, def: &FuncDef<'t>, reason: &str) -> Kernel {
+    let (name, name_span) = kernel_name(tab, def);
+    Kernel {
+        name,
+        span: Span::new(def.file, def.outer.start_byte(), def.outer.end_byte()),
+        name_span,
+        params: vec![],
+        arrays: vec![],
+        locals: vec![],
+        unknowns: vec![],
+        body: vec![],
+        launch_bounds: None,
+        annotated_launch: LaunchConfig::default(),
+        unsupported: Some(reason.to_string()),
+    }
+}
+
+fn lower_kernel<'t>(tab: &Tables<'t>, def: &FuncDef<'t>) -> Kernel {
+    // Pointer variables whose target set grows after a use (reassignment in a loop) are lowered
+    // again with the final target sets, so no access is attributed to too few arrays.
+    let mut hints: HashMap<SlotKey, SlotHint> = HashMap::new();
+    for pass in 0..3 {
+        let mut l = Lowerer::new(tab, hints.clone());
+        l.lower_kernel(def);
+        if !l.widened || pass == 2 {
+            return l.finish();
+        }
+        for s in &l.slots {
+            let h = hints.entry(s.key).or_insert(SlotHint {
+                base: s.base.clone(),
+                needs_local: false,
+            });
+            h.base = if pass == 1 && h.base != s.base {
+                Base::Unknown
+            } else {
+                s.base.clone()
+            };
+            h.needs_local |= s.off_local.is_some();
+        }
+    }
+    failed_kernel(tab, def, "pointer aliasing did not converge")
+}
+
+/// Where a pointer variable was declared (file, byte): identifies it across lowering passes.
+pub(crate) type SlotKey = (FileId, usize);
+
+#[derive(Clone, Debug)]
+pub(crate) struct SlotHint {
+    pub base: Base,
+    pub needs_local: bool,
+}
+
+/// What a pointer may point into.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Base {
+    Arr(ArrayId),
+    /// Different arrays depending on the path taken: accesses become opaque.
+    Many(Vec<ArrayId>),
+    /// Thread-private memory (local arrays, locals, `__constant__`): never racy.
+    Private,
+    /// Unknown target (e.g. a pointer from an opaque call): may be any array.
+    Unknown,
+    /// Null / not yet assigned.
+    Null,
+}
+
+impl Base {
+    pub fn join(&self, other: &Base) -> Base {
+        match (self, other) {
+            (a, b) if a == b => a.clone(),
+            (Base::Null, b) => b.clone(),
+            (a, Base::Null) => a.clone(),
+            (Base::Unknown, _) | (_, Base::Unknown) => Base::Unknown,
+            (Base::Private, x) | (x, Base::Private) => x.clone(),
+            (a, b) => {
+                let mut v = a.arrays();
+                for x in b.arrays() {
+                    if !v.contains(&x) {
+                        v.push(x);
+                    }
+                }
+                if v.len() == 1 {
+                    Base::Arr(v[0])
+                } else {
+                    Base::Many(v)
+                }
+            }
+        }
+    }
+    pub fn arrays(&self) -> Vec<ArrayId> {
+        match self {
+            Base::Arr(a) => vec![*a],
+            Base::Many(v) => v.clone(),
+            Base::Unknown => vec![ALL_ARRAYS],
+            Base::Private | Base::Null => vec![],
+        }
+    }
+}
+
+/// A pointer value: a base and an element offset (in elements of the base array), plus how many
+/// elements one step of pointer arithmetic moves.
+#[derive(Clone, Debug)]
+pub(crate) struct PtrVal {
+    pub base: Base,
+    pub off: Expr,
+    pub stride: Expr,
+    pub elem_size: Option<i64>,
+}
+
+/// A pointer variable (parameter, local, or bound device-function parameter).
+#[derive(Clone, Debug)]
+pub(crate) struct PtrSlot {
+    pub key: SlotKey,
+    pub base: Base,
+    /// The offset, when it is fixed at the declaration.
+    pub off_expr: Expr,
+    /// The offset local, when the pointer is reassigned.
+    pub off_local: Option<LocalId>,
+    pub elem_size: Option<i64>,
+    pub used: bool,
+    /// For array-shaped parameters (`float t[][32]`): the sizes after the first dimension.
+    pub inner: Vec<Option<Expr>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum GroupKind {
+    Block,
+    Grid,
+    /// `tiled_partition<N>` / `coalesced_threads()`: size when known.
+    Tile(Option<i64>),
+}
+
+/// A memory location an assignment can target.
+#[derive(Clone, Debug)]
+pub(crate) enum Place {
+    Cell {
+        array: ArrayId,
+        index: Vec<Expr>,
+        flat: bool,
+    },
+    Local(LocalId),
+    Many(Vec<ArrayId>),
+    Private,
+    Unknown,
+    /// A pointer variable (assignments change what it points to).
+    Ptr(usize),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Binding {
+    Local(LocalId),
+    Value(Expr),
+    Array(ArrayId),
+    Ptr(usize),
+    Private,
+    Cell(Place),
+    Group(GroupKind),
+    /// A thread-private array of pointers (`float *bufs[2] = {a, b}`): what its elements may
+    /// point into.
+    PtrArray(Base),
+}
+
+/// A lowered expression's value.
+#[derive(Clone, Debug)]
+pub(crate) enum Val {
+    S(Expr),
+    P(PtrVal),
+    Group(GroupKind),
+    Void,
+}
+
+#[derive(Clone)]
+pub(crate) struct Src {
+    pub file: FileId,
+    pub text: Arc<str>,
+    /// Inside a macro expansion: every span is the use site.
+    pub at: Option<Span>,
+}
+
+/// One function being lowered (the kernel, or an inlined device function).
+pub(crate) struct Frame {
+    pub key: SlotKey,
+    pub scope_base: usize,
+    pub is_kernel: bool,
+    pub ret_local: Option<LocalId>,
+    pub ret_val: Option<Val>,
+    pub flag: Option<LocalId>,
+    pub loop_depth: u32,
+    /// Names assigned somewhere in the function body (they need mutable locals).
+    pub assigned: HashSet<String>,
+}
+
+pub(crate) struct Lowerer<'a, 't> {
+    pub tab: &'a Tables<'t>,
+    pub k: Kernel,
+    pub out: Vec<Stmt>,
+    pub scopes: Vec<HashMap<String, Binding>>,
+    pub frames: Vec<Frame>,
+    pub src: Src,
+    pub next_access: u32,
+    pub depth: u32,
+    pub work: u64,
+    pub slots: Vec<PtrSlot>,
+    pub hints: HashMap<SlotKey, SlotHint>,
+    pub widened: bool,
+    pub globals_bound: HashMap<String, Binding>,
+    pub expanding: Vec<String>,
+    pub unsupported: Option<String>,
+    /// Element size in bytes per array (for pointer casts), when known.
+    pub elem_sizes: Vec<Option<i64>>,
+    /// `__shared__` declarations already lowered (a device function inlined twice declares one
+    /// array, as CUDA allocates it once per block).
+    pub shared_decls: HashMap<SlotKey, ArrayId>,
+    /// Arrays with at least one access emitted so far.
+    pub accessed: HashSet<ArrayId>,
+    /// Arrays re-viewed with another element type through a pointer cast.
+    pub view_changed: HashSet<ArrayId>,
+}
+
+impl<'a, 't> Lowerer<'a, 't> {
+    fn new(tab: &'a Tables<'t>, hints: HashMap<SlotKey, SlotHint>) -> Self {
+        Lowerer {
+            tab,
+            k: Kernel {
+                name: String::new(),
+                span: Span::default(),
+                name_span: Span::default(),
+                params: vec![],
+                arrays: vec![],
+                locals: vec![],
+                unknowns: vec![],
+                body: vec![],
+                launch_bounds: None,
+                annotated_launch: LaunchConfig::default(),
+                unsupported: None,
+            },
+            out: vec![],
+            scopes: vec![HashMap::new()],
+            frames: vec![],
+            src: Src {
+                file: FileId(0),
+                text: Arc::from(""),
+                at: None,
+            },
+            next_access: 0,
+            depth: 0,
+            work: 0,
+            slots: vec![],
+            hints,
+            widened: false,
+            globals_bound: HashMap::new(),
+            expanding: vec![],
+            unsupported: None,
+            elem_sizes: vec![],
+            shared_decls: HashMap::new(),
+            accessed: HashSet::new(),
+            view_changed: HashSet::new(),
+        }
+    }
+
+    // ---- small helpers -------------------------------------------------------------------
+
+    pub fn span(&self, n: Node) -> Span {
+        self.src
+            .at
+            .unwrap_or_else(|| Span::new(self.src.file, n.start_byte(), n.end_byte()))
+    }
+
+    pub fn text(&self, n: Node) -> String {
+        node_text(n, &self.src.text).to_string()
+    }
+
+    pub fn set_unsupported(&mut self, reason: impl Into<String>) {
+        if self.unsupported.is_none() {
+            self.unsupported = Some(reason.into());
+        }
+    }
+
+    /// Counts work; false once the kernel is over budget (or already unsupported).
+    pub fn tick(&mut self) -> bool {
+        self.work += 1;
+        if self.work > MAX_WORK {
+            self.set_unsupported("the kernel is too large after inlining device functions");
+        }
+        self.unsupported.is_none()
+    }
+
+    pub fn emit(&mut self, s: Stmt) {
+        self.out.push(s);
+    }
+
+    /// Runs `f` with a fresh statement buffer and returns what it emitted.
+    pub fn capture<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> (R, Block) {
+        let saved = std::mem::take(&mut self.out);
+        let r = f(self);
+        let block = std::mem::replace(&mut self.out, saved);
+        (r, block)
+    }
+
+    pub fn unknown(&mut self, reason: impl Into<String>, span: Span, uniform: bool) -> Expr {
+        let id = UnknownId(self.k.unknowns.len() as u32);
+        self.k.unknowns.push(UnknownValue {
+            reason: reason.into(),
+            span,
+            uniform,
+        });
+        Expr::Unknown(id)
+    }
+
+    pub fn new_local(&mut self, name: &str, ty: ScalarType, span: Span) -> LocalId {
+        let id = LocalId(self.k.locals.len() as u32);
+        self.k.locals.push(Local {
+            name: name.to_string(),
+            ty,
+            span,
+        });
+        id
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_array(
+        &mut self,
+        name: &str,
+        space: MemSpace,
+        origin: ArrayOrigin,
+        elem: ScalarType,
+        elem_size: Option<i64>,
+        dims: Vec<Option<Expr>>,
+        span: Span,
+    ) -> ArrayId {
+        let id = ArrayId(self.k.arrays.len() as u32);
+        self.elem_sizes.push(elem_size);
+        self.k.arrays.push(Array {
+            name: name.to_string(),
+            space,
+            origin,
+            elem,
+            dims,
+            span,
+        });
+        id
+    }
+
+    pub fn access(
+        &mut self,
+        array: ArrayId,
+        index: Vec<Expr>,
+        flat: bool,
+        mode: AccessMode,
+        value: Option<Expr>,
+        span: Span,
+    ) -> AccessId {
+        let id = AccessId(self.next_access);
+        self.next_access += 1;
+        self.accessed.insert(array);
+        self.emit(Stmt::Access(Access {
+            id,
+            array,
+            mode,
+            index,
+            flat,
+            value,
+            span,
+        }));
+        id
+    }
+
+    pub fn opaque(
+        &mut self,
+        reason: impl Into<String>,
+        span: Span,
+        arrays: Vec<ArrayId>,
+        locals: Vec<LocalId>,
+        may_sync: bool,
+    ) {
+        let mut a = Vec::new();
+        for x in arrays {
+            if !a.contains(&x) {
+                a.push(x);
+            }
+        }
+        let mut l = Vec::new();
+        for x in locals {
+            if !l.contains(&x) {
+                l.push(x);
+            }
+        }
+        self.emit(Stmt::Opaque(Opaque {
+            reason: reason.into(),
+            span,
+            arrays: a,
+            locals: l,
+            may_sync,
+        }));
+    }
+
+    pub fn bind(&mut self, name: &str, b: Binding) {
+        if let Some(s) = self.scopes.last_mut() {
+            s.insert(name.to_string(), b);
+        }
+    }
+
+    pub fn push_scope(&mut self) {
+        self.scopes.push(HashMap::new());
+    }
+
+    pub fn pop_scope(&mut self) {
+        if self.scopes.len() > 1 {
+            self.scopes.pop();
+        }
+    }
+
+    /// Resolves a name: scopes of the current function, then file-level declarations.
+    pub fn lookup(&mut self, name: &str) -> Option<Binding> {
+        let base = self.frames.last().map(|f| f.scope_base).unwrap_or(0);
+        for s in self.scopes[base.min(self.scopes.len())..].iter().rev() {
+            if let Some(b) = s.get(name) {
+                return Some(b.clone());
+            }
+        }
+        if let Some(b) = self.globals_bound.get(name) {
+            return Some(b.clone());
+        }
+        if let Some(g) = self.tab.globals.get(name).copied() {
+            let b = self.bind_global(name, g);
+            self.globals_bound.insert(name.to_string(), b.clone());
+            return Some(b);
+        }
+        if let Some(v) = self
+            .tab
+            .enums
+            .get(name)
+            .or_else(|| self.tab.consts.get(name))
+        {
+            return Some(Binding::Value(Expr::Int(*v)));
+        }
+        None
+    }
+
+    fn bind_global(&mut self, name: &str, g: crate::collect::GlobalVar<'t>) -> Binding {
+        // `__constant__` memory is a read-only global array in kernels: its reads are loads
+        // (uniform when the index is), and it can never race.
+        let saved = std::mem::replace(
+            &mut self.src,
+            Src {
+                file: g.file,
+                text: self.tab.texts[g.file.0 as usize].clone(),
+                at: None,
+            },
+        );
+        let ty = g
+            .decl
+            .child_by_field_name("type")
+            .map(|t| self.text(t))
+            .unwrap_or_default();
+        let elem = types::scalar_type(&ty);
+        let (dims, _) = self.capture(|l| l.array_dims(g.declarator));
+        let span = self.span(g.declarator);
+        self.src = saved;
+        let is_extern = qualifiers(g.decl, &self.tab.texts[g.file.0 as usize])
+            .iter()
+            .any(|q| q == "extern");
+        let (space, origin) = match g.space {
+            GlobalSpace::Shared if is_extern => (MemSpace::Shared, ArrayOrigin::ExternShared),
+            GlobalSpace::Shared => (MemSpace::Shared, ArrayOrigin::SharedDecl),
+            _ => (MemSpace::Global, ArrayOrigin::DeviceGlobal),
+        };
+        let id = self.new_array(name, space, origin, elem, types::elem_size(&ty), dims, span);
+        Binding::Array(id)
+    }
+
+    /// Sizes of an array declarator, outermost first (`a[2][3]` → [2, 3]); `[]` → None.
+    pub fn array_dims(&mut self, d: Node) -> Vec<Option<Expr>> {
+        let mut dims = Vec::new();
+        let mut cur = d;
+        for _ in 0..32 {
+            match cur.kind() {
+                "array_declarator" => {
+                    let size = cur.child_by_field_name("size").map(|s| {
+                        let e = self.scalar_expr(s);
+                        fold(&e)
+                    });
+                    dims.push(
+                        size.map(|e| if expr_has_unknown(&e) { None } else { Some(e) })
+                            .unwrap_or(None),
+                    );
+                    match cur.child_by_field_name("declarator") {
+                        Some(x) => cur = x,
+                        None => break,
+                    }
+                }
+                "init_declarator"
+                | "pointer_declarator"
+                | "parenthesized_declarator"
+                | "attributed_declarator" => match cur
+                    .child_by_field_name("declarator")
+                    .or_else(|| cur.named_child(0))
+                {
+                    Some(x) => cur = x,
+                    None => break,
+                },
+                _ => break,
+            }
+        }
+        dims.reverse();
+        dims
+    }
+
+    // ---- kernel set-up --------------------------------------------------------------------
+
+    fn lower_kernel(&mut self, def: &FuncDef<'t>) {
+        let text = self.tab.texts[def.file.0 as usize].clone();
+        self.src = Src {
+            file: def.file,
+            text: text.clone(),
+            at: None,
+        };
+        let (name, name_span) = kernel_name(self.tab, def);
+        self.k.name = name.clone();
+        self.k.name_span = name_span;
+        self.k.span = Span::new(def.file, def.outer.start_byte(), def.outer.end_byte());
+        self.k.annotated_launch = crate::launch::annotation_above(&text, def.outer.start_byte());
+        // __launch_bounds__(N[, M])
+        let mut c = def.node.walk();
+        let lb = def
+            .node
+            .children(&mut c)
+            .find(|ch| ch.kind() == "launch_bounds");
+        if let Some(lb) = lb {
+            if let Some(first) = lb.named_child(0) {
+                let v = crate::consteval::eval(first, &text, self.tab, 0);
+                self.k.launch_bounds = v.filter(|v| *v > 0).map(|v| v as u64);
+            }
+        }
+        let Some(body) = def.node.child_by_field_name("body") else {
+            self.set_unsupported("the kernel has no body");
+            return;
+        };
+        let assigned = assigned_names(body, &text);
+        self.frames.push(Frame {
+            key: (def.file, def.node.start_byte()),
+            scope_base: 0,
+            is_kernel: true,
+            ret_local: None,
+            ret_val: None,
+            flag: None,
+            loop_depth: 0,
+            assigned,
+        });
+        self.push_scope();
+        // Parameters.
+        let params = def
+            .node
+            .child_by_field_name("declarator")
+            .and_then(function_declarator)
+            .and_then(|f| f.child_by_field_name("parameters"));
+        if let Some(params) = params {
+            let mut c = params.walk();
+            let list: Vec<Node> = params
+                .named_children(&mut c)
+                .filter(|p| p.kind().contains("parameter_declaration"))
+                .collect();
+            for p in list {
+                self.kernel_param(p);
+            }
+        }
+        // Template parameters: uniform symbols, fixed by a unique instantiation.
+        if let Some(tp) = def.template_params {
+            let inst = self.tab.instantiations.get(&name).map(|v| {
+                let mut u: Vec<&Vec<String>> = Vec::new();
+                for x in v {
+                    if !u.contains(&x) {
+                        u.push(x);
+                    }
+                }
+                u
+            });
+            let fixed: Option<Vec<String>> = match inst {
+                Some(u) if u.len() == 1 => Some(u[0].clone()),
+                _ => None,
+            };
+            let mut c = tp.walk();
+            let list: Vec<Node> = tp.named_children(&mut c).collect();
+            for (i, p) in list.iter().enumerate() {
+                if !matches!(
+                    p.kind(),
+                    "parameter_declaration" | "optional_parameter_declaration"
+                ) {
+                    continue;
+                }
+                let Some(nm) = p
+                    .child_by_field_name("declarator")
+                    .and_then(declarator_name)
+                else {
+                    continue;
+                };
+                let pname = self.text(nm);
+                let ty = types::scalar_type(
+                    &p.child_by_field_name("type")
+                        .map(|t| self.text(t))
+                        .unwrap_or_default(),
+                );
+                let value = fixed
+                    .as_ref()
+                    .and_then(|f| f.get(i))
+                    .and_then(|a| crate::consteval::eval_text(a, self.tab, 0));
+                let id = ParamId(self.k.params.len() as u32);
+                let span = self.span(nm);
+                self.k.params.push(Param {
+                    name: pname.clone(),
+                    ty,
+                    span,
+                    is_template: true,
+                    value,
+                });
+                self.bind(&pname, Binding::Value(Expr::Param(id)));
+            }
+        }
+        self.push_scope();
+        self.block_items(body);
+        self.pop_scope();
+        self.pop_scope();
+        self.frames.pop();
+    }
+
+    fn kernel_param(&mut self, p: Node) {
+        let Some(decl) = p.child_by_field_name("declarator") else {
+            // An unnamed parameter still takes a position.
+            self.k.params.push(Param {
+                name: String::new(),
+                ty: ScalarType::Other,
+                span: self.span(p),
+                is_template: false,
+                value: None,
+            });
+            return;
+        };
+        let Some(nm) = declarator_name(decl) else {
+            return;
+        };
+        let name = self.text(nm);
+        let span = self.span(nm);
+        let ty_text = p
+            .child_by_field_name("type")
+            .map(|t| self.text(t))
+            .unwrap_or_default();
+        let shape = declarator_shape(decl);
+        let id = ParamId(self.k.params.len() as u32);
+        match shape {
+            Shape::Pointer | Shape::Array => {
+                self.k.params.push(Param {
+                    name: name.clone(),
+                    ty: ScalarType::Pointer,
+                    span,
+                    is_template: false,
+                    value: None,
+                });
+                let arr = self.new_array(
+                    &name,
+                    MemSpace::Global,
+                    ArrayOrigin::Param(id.0),
+                    types::scalar_type(&ty_text),
+                    types::elem_size(&ty_text),
+                    vec![None],
+                    span,
+                );
+                let slot = self.new_slot(
+                    (self.src.file, decl.start_byte()),
+                    Base::Arr(arr),
+                    Expr::Int(0),
+                    types::elem_size(&ty_text),
+                    &name,
+                );
+                self.bind(&name, Binding::Ptr(slot));
+            }
+            Shape::Scalar | Shape::Reference => {
+                let ty = if shape == Shape::Reference {
+                    ScalarType::Other
+                } else {
+                    types::scalar_type(&ty_text)
+                };
+                self.k.params.push(Param {
+                    name: name.clone(),
+                    ty,
+                    span,
+                    is_template: false,
+                    value: None,
+                });
+                if self
+                    .frames
+                    .last()
+                    .is_some_and(|f| f.assigned.contains(&name))
+                {
+                    // The kernel changes its copy of the parameter: a local starting at the value.
+                    let l = self.new_local(&name, ty, span);
+                    self.emit(Stmt::Assign {
+                        local: l,
+                        value: Expr::Param(id),
+                        span,
+                    });
+                    self.bind(&name, Binding::Local(l));
+                } else {
+                    self.bind(&name, Binding::Value(Expr::Param(id)));
+                }
+            }
+        }
+    }
+
+    /// Creates a pointer slot; it gets an offset local when the name is reassigned in the
+    /// current function (or a previous pass found it reassigned).
+    pub fn new_slot(
+        &mut self,
+        key: SlotKey,
+        base: Base,
+        off: Expr,
+        elem_size: Option<i64>,
+        name: &str,
+    ) -> usize {
+        let hint = self.hints.get(&key).cloned();
+        let base = match &hint {
+            Some(h) => base.join(&h.base),
+            None => base,
+        };
+        let reassigned = self
+            .frames
+            .last()
+            .is_some_and(|f| f.assigned.contains(name))
+            || hint.as_ref().is_some_and(|h| h.needs_local);
+        let off_local = if reassigned || expr_has_local(&off) {
+            let span = self
+                .src
+                .at
+                .unwrap_or(Span::new(self.src.file, key.1, key.1));
+            let l = self.new_local(
+                &format!("{name}.offset"),
+                ScalarType::Int {
+                    bits: 64,
+                    signed: true,
+                },
+                span,
+            );
+            self.emit(Stmt::Assign {
+                local: l,
+                value: off.clone(),
+                span,
+            });
+            Some(l)
+        } else {
+            None
+        };
+        self.slots.push(PtrSlot {
+            key,
+            base,
+            off_expr: off,
+            off_local,
+            elem_size,
+            used: false,
+            inner: vec![],
+        });
+        self.slots.len() - 1
+    }
+
+    fn finish(mut self) -> Kernel {
+        let all: Vec<ArrayId> = (0..self.k.arrays.len() as u32).map(ArrayId).collect();
+        fix_all_arrays(&mut self.out, &all);
+        self.k.body = std::mem::take(&mut self.out);
+        if let Some(r) = self.unsupported.take() {
+            self.k.unsupported = Some(r);
+        }
+        self.k
+    }
+}
+
+fn fix_all_arrays(b: &mut Block, all: &[ArrayId]) {
+    for s in b.iter_mut() {
+        match s {
+            Stmt::Opaque(o) if o.arrays.contains(&ALL_ARRAYS) => o.arrays = all.to_vec(),
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                fix_all_arrays(then_branch, all);
+                fix_all_arrays(else_branch, all);
+            }
+            Stmt::Loop(l) => {
+                fix_all_arrays(&mut l.init, all);
+                fix_all_arrays(&mut l.cond_effects, all);
+                fix_all_arrays(&mut l.step, all);
+                fix_all_arrays(&mut l.body, all);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Shape {
+    Scalar,
+    Pointer,
+    Array,
+    Reference,
+}
+
+/// Whether a declarator declares a pointer, an array, a reference or a plain scalar.
+pub(crate) fn declarator_shape(d: Node) -> Shape {
+    let mut cur = d;
+    for _ in 0..32 {
+        match cur.kind() {
+            "pointer_declarator" | "abstract_pointer_declarator" => {
+                // `float *bufs[2]` nests the array declarator inside the pointer one: an array
+                // of pointers.
+                let mut inner = cur.child_by_field_name("declarator");
+                for _ in 0..32 {
+                    match inner {
+                        Some(x) if x.kind() == "array_declarator" => return Shape::Array,
+                        Some(x) if x.kind() == "pointer_declarator" => {
+                            inner = x.child_by_field_name("declarator")
+                        }
+                        _ => break,
+                    }
+                }
+                return Shape::Pointer;
+            }
+            "array_declarator" | "abstract_array_declarator" => return Shape::Array,
+            "reference_declarator" | "abstract_reference_declarator" => return Shape::Reference,
+            "init_declarator" | "parenthesized_declarator" | "attributed_declarator" => match cur
+                .child_by_field_name("declarator")
+                .or_else(|| cur.named_child(0))
+            {
+                Some(x) => cur = x,
+                None => return Shape::Scalar,
+            },
+            _ => return Shape::Scalar,
+        }
+    }
+    Shape::Scalar
+}
+
+/// Names that are assigned (`x = …`, `x += …`, `x++`) anywhere in a function body.
+pub(crate) fn assigned_names(body: Node, text: &str) -> HashSet<String> {
+    let mut out = HashSet::new();
+    let mut stack = vec![body];
+    let mut count = 0u32;
+    while let Some(n) = stack.pop() {
+        count += 1;
+        if count > 1_000_000 {
+            break;
+        }
+        match n.kind() {
+            "assignment_expression" => {
+                if let Some(l) = n.child_by_field_name("left") {
+                    if l.kind() == "identifier" {
+                        out.insert(node_text(l, text).to_string());
+                    }
+                }
+            }
+            "update_expression" => {
+                if let Some(l) = n.child_by_field_name("argument") {
+                    if l.kind() == "identifier" {
+                        out.insert(node_text(l, text).to_string());
+                    }
+                }
+            }
+            // `&x` passed somewhere may be written through: treat as assigned.
+            "pointer_expression" => {
+                if let (Some(op), Some(a)) = (
+                    n.child_by_field_name("operator"),
+                    n.child_by_field_name("argument"),
+                ) {
+                    if node_text(op, text) == "&" && a.kind() == "identifier" {
+                        out.insert(node_text(a, text).to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+        let mut c = n.walk();
+        for ch in n.named_children(&mut c) {
+            stack.push(ch);
+        }
+    }
+    out
+}
+
+pub(crate) fn expr_has_local(e: &Expr) -> bool {
+    match e {
+        Expr::Local(_) => true,
+        Expr::Unary(_, a) | Expr::Cast(_, a) => expr_has_local(a),
+        Expr::Binary(_, a, b) => expr_has_local(a) || expr_has_local(b),
+        Expr::Ite(c, a, b) => expr_has_local(c) || expr_has_local(a) || expr_has_local(b),
+        _ => false,
+    }
+}
+
+pub(crate) fn expr_has_unknown(e: &Expr) -> bool {
+    match e {
+        Expr::Unknown(_) | Expr::Load(_) | Expr::Local(_) | Expr::Float(_) => true,
+        Expr::Unary(_, a) | Expr::Cast(_, a) => expr_has_unknown(a),
+        Expr::Binary(_, a, b) => expr_has_unknown(a) || expr_has_unknown(b),
+        Expr::Ite(c, a, b) => expr_has_unknown(c) || expr_has_unknown(a) || expr_has_unknown(b),
+        _ => false,
+    }
+}
+
+/// Constant folding of integer arithmetic (keeps the shape otherwise).
+pub(crate) fn fold(e: &Expr) -> Expr {
+    match e {
+        Expr::Binary(op, a, b) => {
+            let a = fold(a);
+            let b = fold(b);
+            if let (Expr::Int(x), Expr::Int(y)) = (&a, &b) {
+                if let Some(v) = crate::consteval::binop(binop_str(*op), *x, *y) {
+                    return Expr::Int(v);
+                }
+            }
+            match (op, &a, &b) {
+                (BinOp::Add, Expr::Int(0), _) => b,
+                (BinOp::Add | BinOp::Sub, _, Expr::Int(0)) => a,
+                (BinOp::Mul, Expr::Int(1), _) => b,
+                (BinOp::Mul | BinOp::Div, _, Expr::Int(1)) => a,
+                _ => Expr::bin(*op, a, b),
+            }
+        }
+        Expr::Unary(op, a) => {
+            let a = fold(a);
+            match (op, &a) {
+                (UnOp::Neg, Expr::Int(x)) => Expr::Int(x.wrapping_neg()),
+                (UnOp::BitNot, Expr::Int(x)) => Expr::Int(!x),
+                (UnOp::Not, Expr::Int(x)) => Expr::Bool(*x == 0),
+                _ => Expr::un(*op, a),
+            }
+        }
+        Expr::Cast(t, a) => {
+            let a = fold(a);
+            match (t, &a) {
+                (ScalarType::Int { .. }, Expr::Int(_)) => a,
+                _ => Expr::Cast(*t, Box::new(a)),
+            }
+        }
+        other => other.clone(),
+    }
+}
+
+pub(crate) fn binop_str(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::Rem => "%",
+        BinOp::Shl => "<<",
+        BinOp::Shr => ">>",
+        BinOp::BitAnd => "&",
+        BinOp::BitOr => "|",
+        BinOp::BitXor => "^",
+        BinOp::Lt => "<",
+        BinOp::Le => "<=",
+        BinOp::Gt => ">",
+        BinOp::Ge => ">=",
+        BinOp::Eq => "==",
+        BinOp::Ne => "!=",
+        BinOp::And => "&&",
+        BinOp::Or => "||",
+    }
+}
+
+pub(crate) fn qualifiers_of(n: Node, text: &str) -> Vec<String> {
+    qualifiers(n, text)
+}

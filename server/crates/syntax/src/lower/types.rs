@@ -1,0 +1,76 @@
+//! C type names → IR scalar types.
+
+use cudarace_ir::ScalarType;
+
+/// The scalar type of a declaration's type specifier text (qualifiers removed). Pointers are
+/// decided by the declarator, not here.
+pub(crate) fn scalar_type(type_text: &str) -> ScalarType {
+    let words: Vec<&str> = type_text
+        .split(|c: char| c.is_whitespace() || c == ':')
+        .filter(|w| !w.is_empty())
+        .filter(|w| {
+            !matches!(
+                *w,
+                "const"
+                    | "volatile"
+                    | "static"
+                    | "register"
+                    | "constexpr"
+                    | "__restrict__"
+                    | "std"
+                    | "inline"
+            )
+        })
+        .collect();
+    let t = words.join(" ");
+    let int = |bits: u8, signed: bool| ScalarType::Int { bits, signed };
+    match t.as_str() {
+        "bool" => return ScalarType::Bool,
+        "float" | "double" | "half" | "__half" | "__nv_bfloat16" | "long double" | "__half2" => {
+            return ScalarType::Float
+        }
+        "size_t"
+        | "uint64_t"
+        | "unsigned long"
+        | "unsigned long long"
+        | "unsigned long int"
+        | "unsigned long long int"
+        | "ulong"
+        | "ulonglong"
+        | "uintptr_t" => return int(64, false),
+        "long" | "long long" | "long int" | "long long int" | "int64_t" | "ptrdiff_t"
+        | "ssize_t" | "signed long" | "intptr_t" | "longlong" => return int(64, true),
+        "int" | "signed" | "signed int" | "int32_t" | "auto" => return int(32, true),
+        "unsigned" | "unsigned int" | "uint" | "uint32_t" => return int(32, false),
+        "short" | "short int" | "int16_t" | "signed short" => return int(16, true),
+        "unsigned short" | "ushort" | "uint16_t" | "unsigned short int" => return int(16, false),
+        "char" | "signed char" | "int8_t" => return int(8, true),
+        "unsigned char" | "uchar" | "uint8_t" => return int(8, false),
+        _ => {}
+    }
+    ScalarType::Other
+}
+
+/// Size in bytes of an element type (for pointer casts), if known.
+///
+/// Types of unknown size (template parameters, structs) get a negative pseudo size derived from
+/// their name: casts between the same named type are recognized as no-ops, casts between
+/// different ones are not.
+pub(crate) fn elem_size(type_text: &str) -> Option<i64> {
+    let t: String = type_text
+        .split_whitespace()
+        .filter(|w| !matches!(*w, "const" | "volatile" | "__restrict__"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    if t.is_empty() {
+        return None;
+    }
+    if let Some(s) = crate::consteval::sizeof_type(&t) {
+        return Some(s);
+    }
+    let mut h: i64 = 1469598103934665603u64 as i64;
+    for b in t.bytes() {
+        h = (h ^ b as i64).wrapping_mul(1099511628211);
+    }
+    Some(-(h & 0x7fff_ffff_ffff) - 1)
+}

@@ -1,0 +1,113 @@
+//! Error isolation at file level. tree-sitter's error recovery can swallow a whole kernel into an
+//! ERROR node when host code before it is broken. When a file has syntax errors, it is split
+//! into top-level items by brace balance; every item is parsed alone, and items that do not parse
+//! and declare no device code are blanked (spaces, line breaks kept) before the file is parsed
+//! again. Offsets never change, so spans stay valid.
+
+use cudarace_ir::{FileId, Span, SyntaxError};
+
+/// Top-level item byte ranges of `text` (comments and strings skipped).
+fn segments(text: &str) -> Vec<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut depth: i64 = 0;
+    let mut start = 0usize;
+    let mut i = 0usize;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 2;
+                continue;
+            }
+            b'"' | b'\'' => {
+                i += 1;
+                while i < b.len() && b[i] != c && b[i] != b'\n' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth <= 0 {
+                    depth = 0;
+                    out.push((start, i + 1));
+                    start = i + 1;
+                }
+            }
+            b';' if depth == 0 => {
+                out.push((start, i + 1));
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if start < b.len() {
+        out.push((start, b.len()));
+    }
+    out
+}
+
+fn is_device_code(s: &str) -> bool {
+    s.contains("__global__") || s.contains("__device__") || s.contains("__shared__")
+}
+
+/// Returns the repaired text (None when nothing was blanked) and the syntax errors of the
+/// blanked items (they are not in the repaired tree any more).
+pub(crate) fn repair(text: &str, file: FileId) -> (Option<String>, Vec<SyntaxError>) {
+    let mut parser = tree_sitter::Parser::new();
+    if parser
+        .set_language(&tree_sitter_cuda::LANGUAGE.into())
+        .is_err()
+    {
+        return (None, vec![]);
+    }
+    let mut buf = text.as_bytes().to_vec();
+    let mut errors = Vec::new();
+    let mut changed = false;
+    for (s, e) in segments(text) {
+        let Some(seg) = text.get(s..e) else { continue };
+        if seg.trim().is_empty() {
+            continue;
+        }
+        let Some(tree) = parser.parse(seg, None) else {
+            continue;
+        };
+        if !tree.root_node().has_error() || is_device_code(seg) {
+            continue;
+        }
+        let mut errs = Vec::new();
+        crate::errors::collect(&tree, seg, file, &mut errs);
+        for mut er in errs {
+            er.span = Span::new(file, er.span.start as usize + s, er.span.end as usize + s);
+            errors.push(er);
+        }
+        for b in &mut buf[s..e] {
+            if *b != b'\n' {
+                *b = b' ';
+            }
+        }
+        changed = true;
+    }
+    if !changed {
+        return (None, errors);
+    }
+    match String::from_utf8(buf) {
+        Ok(s) => (Some(s), errors),
+        Err(_) => (None, vec![]),
+    }
+}

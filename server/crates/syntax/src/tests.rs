@@ -1,0 +1,1219 @@
+//! Lowering tests: each lowers a small CUDA source and compares the IR's compact text form
+//! (see [`crate::pretty`]).
+
+use crate::*;
+use cudarace_ir::*;
+
+fn lower_str(src: &str) -> FileIr {
+    lower_source(None, src, &FrontendOptions::default())
+}
+
+fn kernel<'f>(f: &'f FileIr, name: &str) -> &'f Kernel {
+    f.kernels
+        .iter()
+        .find(|k| k.name == name)
+        .unwrap_or_else(|| {
+            panic!(
+                "kernel {name} not found; have {:?}",
+                f.kernels.iter().map(|k| &k.name).collect::<Vec<_>>()
+            )
+        })
+}
+
+fn body(src: &str, name: &str) -> String {
+    let f = lower_str(src);
+    let k = kernel(&f, name);
+    assert!(
+        k.unsupported.is_none(),
+        "unexpected unsupported: {:?}",
+        k.unsupported
+    );
+    pretty::body(k)
+}
+
+fn lines(s: &str) -> String {
+    // Expected texts are written indented in the test source; strip the common indent.
+    let ls: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
+    let ind = ls
+        .iter()
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    ls.iter().map(|l| format!("{}\n", &l[ind..])).collect()
+}
+
+#[track_caller]
+fn check(src: &str, name: &str, expected: &str) {
+    let got = body(src, name);
+    let exp = lines(expected);
+    assert_eq!(got, exp, "\n--- got ---\n{got}\n--- expected ---\n{exp}");
+}
+
+#[test]
+fn shared_array_reads_writes_and_barrier() {
+    check(
+        r#"
+__global__ void k(int *out) {
+  __shared__ int s[64];
+  int tid = threadIdx.x;
+  s[tid] = tid;
+  __syncthreads();
+  out[tid] = s[tid + 1];
+}"#,
+        "k",
+        "
+        tid := threadIdx.x
+        write#0 s[tid] = tid
+        sync
+        read#1 s[(tid + 1)]
+        write#2 out[tid] = @1
+        ",
+    );
+}
+
+#[test]
+fn arrays_params_and_dims() {
+    let f = lower_str(
+        r#"
+#define T 16
+template <int B>
+__global__ void k(const float* __restrict__ a, float *b, int n, unsigned m) {
+  __shared__ float tile[T][T + 1];
+  __shared__ int flag;
+  extern __shared__ double dyn[];
+}"#,
+    );
+    let k = kernel(&f, "k");
+    let text = pretty::kernel(k);
+    assert_eq!(
+        text,
+        lines(
+            "
+            kernel k
+              param a: ptr
+              param b: ptr
+              param n: i32
+              param m: u32
+              param B: i32 template
+              array a: Global Param(0) float [?]
+              array b: Global Param(1) float [?]
+              array tile: Shared SharedDecl float [16, 17]
+              array flag: Shared SharedDecl i32 []
+              array dyn: Shared ExternShared float [?]
+            "
+        )
+    );
+    assert_eq!(
+        &f.files[0].text[k.name_span.start as usize..k.name_span.end as usize],
+        "k"
+    );
+}
+
+#[test]
+fn access_span_covers_the_subscript() {
+    let src =
+        "__global__ void k(int *a) {\n  __shared__ int s[8];\n  a[0] = s[threadIdx.x + 1];\n}\n";
+    let f = lower_str(src);
+    let k = kernel(&f, "k");
+    let Stmt::Access(acc) = &k.body[0] else {
+        panic!("{:?}", k.body)
+    };
+    assert_eq!(
+        &src[acc.span.start as usize..acc.span.end as usize],
+        "s[threadIdx.x + 1]"
+    );
+}
+
+#[test]
+fn broken_host_code_does_not_stop_kernels() {
+    let src = r#"
+int main( { this is not C++ at all ;;; }}
+__global__ void k(int *a) { a[threadIdx.x] = 1; }
+void host() { for (int i = 0; i < ; }
+__global__ void k2(int *a) { a[0] = 2; }
+"#;
+    let f = lower_str(src);
+    assert!(!f.syntax_errors.is_empty());
+    check(src, "k", "write#0 a[threadIdx.x] = 1");
+    check(src, "k2", "write#0 a[0] = 2");
+}
+
+#[test]
+fn error_inside_kernel_is_opaque_only_there() {
+    let src = r#"
+__global__ void k(int *a) {
+  __shared__ int s[32];
+  s[threadIdx.x] = 1;
+  s[0] = = 3 @@;
+  int y = 1, z = 2;
+  y = z @@ 4;
+  __syncthreads();
+  a[threadIdx.x] = s[threadIdx.x];
+}"#;
+    let f = lower_str(src);
+    assert!(!f.syntax_errors.is_empty());
+    let k = kernel(&f, "k");
+    let b = pretty::body(k);
+    assert!(
+        b.starts_with("write#0 s[threadIdx.x] = 1\nopaque(syntax error; arrays=[s]; locals=[]"),
+        "{b}"
+    );
+    assert!(b.contains("may_sync"), "{b}");
+    // Only the assigned local is havocked, not the ones merely read.
+    assert!(
+        b.contains("opaque(syntax error; arrays=[]; locals=[y]; may_sync)"),
+        "{b}"
+    );
+    assert!(
+        b.ends_with("sync\nread#1 s[threadIdx.x]\nwrite#2 a[threadIdx.x] = @1\n"),
+        "{b}"
+    );
+}
+
+#[test]
+fn locals_arithmetic_and_control() {
+    check(
+        r#"
+__global__ void k(int *a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned u = (unsigned)i >> 1;
+  int x;
+  if (i < n && (i & 1) == 0) { a[i] = u ^ 3; } else a[i] = -1;
+  while (n > 0) { n /= 2; }
+  do { i--; } while (i % 4 != 0);
+  for (int j = 0; j < 4; j++) { if (j == 2) continue; if (j == 3) break; }
+}"#,
+        "k",
+        "
+        n := $n
+        i := ((blockIdx.x * blockDim.x) + threadIdx.x)
+        u := ((u32)(i) >> 1)
+        x := ?0
+        if ((i < n) && ((i & 1) == 0)) {
+          write#0 a[i] = (u ^ 3)
+        } else {
+          write#1 a[i] = -1
+        }
+        while (n > 0) {
+          body:
+            n := (n / 2)
+        }
+        do ((i % 4) != 0) {
+          body:
+            i := (i - 1)
+        }
+        for (j < 4) {
+          init:
+            j := 0
+          step:
+            j := (j + 1)
+          body:
+            if (j == 2) {
+              continue
+            }
+            if (j == 3) {
+              break
+            }
+        }
+        ",
+    );
+}
+
+#[test]
+fn reassigned_param_becomes_local() {
+    let f = lower_str("__global__ void k(int *a, int n) { while (n > 0) { n /= 2; } }");
+    let k = kernel(&f, "k");
+    assert_eq!(pretty::body(k).lines().next(), Some("n := $n"));
+}
+
+#[test]
+fn compound_assignment_and_increment_order() {
+    check(
+        r#"
+__global__ void k(int *a, int *b) {
+  a[threadIdx.x] += b[threadIdx.x];
+  a[1]++;
+  a[2] = b[3];
+}"#,
+        "k",
+        "
+        read#0 b[threadIdx.x]
+        read#1 a[threadIdx.x]
+        write#2 a[threadIdx.x] = (@1 + @0)
+        read#3 a[1]
+        write#4 a[1] = (@3 + 1)
+        read#5 b[3]
+        write#6 a[2] = @5
+        ",
+    );
+}
+
+#[test]
+fn atomics_are_atomic_accesses() {
+    check(
+        r#"
+__global__ void k(int *a, unsigned *c) {
+  __shared__ int cnt;
+  int old = atomicAdd(&a[threadIdx.x], 1);
+  atomicAdd(a + 4, 2);
+  atomicCAS_block(&cnt, 0, 1);
+  atomicInc(c, 10u);
+}"#,
+        "k",
+        "
+        atomic#0 a[threadIdx.x]
+        old := @0
+        atomic#1 a[4]
+        atomic#2 cnt
+        atomic#3 c[0]
+        ",
+    );
+}
+
+#[test]
+fn pointer_aliases_resolve_to_flat_offsets() {
+    check(
+        r#"
+#define W 32
+__global__ void k(float *p, int k0) {
+  __shared__ float tile[8][W + 1];
+  float *row = &tile[threadIdx.y][0];
+  row[threadIdx.x] = 1.0f;
+  float *q = p + k0;
+  q[threadIdx.x] = 2;
+  *(p + threadIdx.x) = 3;
+  float *r = tile[2];
+  r[1] = 4;
+}"#,
+        "k",
+        "
+        write#0 tile{((threadIdx.y * 33) + threadIdx.x)} = 1.0
+        write#1 p[($k0 + threadIdx.x)] = 2
+        write#2 p[threadIdx.x] = 3
+        write#3 tile{67} = 4
+        ",
+    );
+}
+
+#[test]
+fn pointer_reassigned_between_arrays_is_opaque_even_before_the_assignment() {
+    // The loop body reads through `in` before `in` is swapped: the first lowering pass saw
+    // only `a`; the re-lowering makes both accesses ambiguous.
+    let b = body(
+        r#"
+__global__ void k(float *a, float *b, int n) {
+  float *in = a, *out = b;
+  for (int i = 0; i < n; i++) {
+    out[threadIdx.x] = in[threadIdx.x];
+    float *t = in; in = out; out = t;
+  }
+}"#,
+        "k",
+    );
+    assert!(
+        b.contains(
+            "opaque(read through a pointer that may point into different arrays; arrays=[a,b]"
+        ),
+        "{b}"
+    );
+    assert!(
+        b.contains(
+            "opaque(write through a pointer that may point into different arrays; arrays=[b,a]"
+        ) || b.contains(
+            "opaque(write through a pointer that may point into different arrays; arrays=[a,b]"
+        ),
+        "{b}"
+    );
+    assert!(!b.contains("write#"), "{b}");
+}
+
+#[test]
+fn pointer_ternary_between_arrays_is_opaque() {
+    let b = body("__global__ void k(float *a, float *b, int c) { float *p = c ? a : b; p[threadIdx.x] = 0; }", "k");
+    assert!(
+        b.contains(
+            "opaque(write through a pointer that may point into different arrays; arrays=[a,b]"
+        ),
+        "{b}"
+    );
+}
+
+#[test]
+fn pointer_offset_advanced_in_loop() {
+    check(
+        "__global__ void k(float *p, int n) { for (int i = 0; i < n; i++) { p[threadIdx.x] = 0; p += blockDim.x; } }",
+        "k",
+        "
+        p.offset := 0
+        for (i < $n) {
+          init:
+            i := 0
+          step:
+            i := (i + 1)
+          body:
+            write#0 p[(p.offset + threadIdx.x)] = 0
+            p.offset := (p.offset + blockDim.x)
+        }
+        ",
+    );
+}
+
+#[test]
+fn device_function_inlined_with_pointer_and_early_return() {
+    check(
+        r#"
+__device__ void store(float *dst, int i, float v) {
+  if (i >= 32) return;
+  dst[i] = v;
+}
+__device__ int twice(int x) { return 2 * x; }
+__global__ void k(float *a) {
+  __shared__ float s[32];
+  store(s, threadIdx.x, 1.0f);
+  a[twice(threadIdx.x)] = s[0];
+}"#,
+        "k",
+        "
+        store.returned := false
+        if (threadIdx.x >= 32) {
+          store.returned := true
+        }
+        if !store.returned {
+          write#0 s[threadIdx.x] = 1.0
+        }
+        read#1 s[0]
+        write#2 a[(2 * threadIdx.x)] = @1
+        ",
+    );
+}
+
+#[test]
+fn device_return_inside_loop_breaks() {
+    check(
+        r#"
+__device__ int find(const int *v, int n) {
+  for (int i = 0; i < n; i++) { if (v[i] == 0) return i; }
+  return -1;
+}
+__global__ void k(int *a, int n) { a[threadIdx.x] = find(a, n); }"#,
+        "k",
+        "
+        find.returned := false
+        find.result := ?0
+        for (i < $n) {
+          init:
+            i := 0
+          step:
+            i := (i + 1)
+          body:
+            read#0 a[i]
+            if (@0 == 0) {
+              find.result := i
+              find.returned := true
+              break
+            }
+            if find.returned {
+              break
+            }
+        }
+        if !find.returned {
+          find.result := -1
+          find.returned := true
+        }
+        write#1 a[threadIdx.x] = find.result
+        ",
+    );
+}
+
+#[test]
+fn recursion_is_unsupported() {
+    let f = lower_str(
+        r#"
+__device__ int fact(int n) { return n <= 1 ? 1 : n * fact(n - 1); }
+__global__ void k(int *a) { a[0] = fact(threadIdx.x); }"#,
+    );
+    let k = kernel(&f, "k");
+    assert!(
+        k.unsupported.as_deref().unwrap_or("").contains("recursive"),
+        "{:?}",
+        k.unsupported
+    );
+}
+
+#[test]
+fn object_and_function_macros_expand_at_use_site() {
+    let src = r#"
+#define BS 128
+#define IDX(r, c) ((r) * BS + (c))
+#define SYNC() __syncthreads()
+#define STORE(arr, i, v) do { arr[i] = v; } while (0)
+__global__ void k(int *a) {
+  a[IDX(threadIdx.y, threadIdx.x)] = BS;
+  SYNC();
+  STORE(a, threadIdx.x, 7);
+}"#;
+    check(
+        src,
+        "k",
+        "
+        write#0 a[((threadIdx.y * 128) + threadIdx.x)] = 128
+        sync
+        do false {
+          body:
+            write#1 a[threadIdx.x] = 7
+        }
+        ",
+    );
+    let f = lower_str(src);
+    let k = kernel(&f, "k");
+    let Stmt::Loop(l) = &k.body[2] else { panic!() };
+    let Stmt::Access(acc) = &l.body[0] else {
+        panic!()
+    };
+    assert_eq!(
+        &src[acc.span.start as usize..acc.span.end as usize],
+        "STORE(a, threadIdx.x, 7)"
+    );
+}
+
+#[test]
+fn conditional_compilation() {
+    let src = r#"
+#define USE_SHARED 1
+#if USE_SHARED && BLOCK > 0
+#define MODE 1
+#elif USE_SHARED
+#define MODE 2
+#else
+#define MODE 3
+#endif
+#ifdef NOT_DEFINED_ANYWHERE
+#define OTHER 10
+#else
+#define OTHER 20
+#endif
+__global__ void k(int *a) {
+#if USE_SHARED == 0
+  a[0] = 1;
+#else
+  a[1] = MODE;
+#endif
+  a[2] = OTHER;
+#pragma unroll
+  for (int i = 0; i < 2; i++) a[i] = 0;
+}"#;
+    // C semantics: `BLOCK` and NOT_DEFINED_ANYWHERE are undefined (0 / false).
+    check(
+        src,
+        "k",
+        "
+        write#0 a[1] = 2
+        write#1 a[2] = 20
+        for (i < 2) {
+          init:
+            i := 0
+          step:
+            i := (i + 1)
+          body:
+            write#2 a[i] = 0
+        }
+        ",
+    );
+    let opts = FrontendOptions {
+        defines: vec![
+            ("BLOCK".into(), "4".into()),
+            ("NOT_DEFINED_ANYWHERE".into(), String::new()),
+        ],
+        ..Default::default()
+    };
+    let f = lower_source(None, src, &opts);
+    assert!(pretty::body(kernel(&f, "k")).starts_with("write#0 a[1] = 1\nwrite#1 a[2] = 10\n"));
+    // A condition that cannot be evaluated takes the first branch; nvcc's macros are defined.
+    let src2 = "#if __has_include(<foo.h>)\n#define A 1\n#else\n#define A 2\n#endif\n#if defined(__CUDACC__) && __CUDA_ARCH__ >= 700\n#define B 3\n#endif\n__global__ void k(int *a) { a[A] = B; }";
+    check(src2, "k", "write#0 a[1] = 3");
+}
+
+#[test]
+fn if_split_across_statement_keeps_kernel() {
+    check(
+        r#"
+__global__ void k(int *a, int n) {
+#ifdef FAST
+  for (int i = threadIdx.x; i < n; i += 32) {
+#else
+  for (int i = threadIdx.x; i < n; i += 64) {
+#endif
+    a[i] = 0;
+  }
+}"#,
+        "k",
+        "
+        for (i < $n) {
+          init:
+            i := threadIdx.x
+          step:
+            i := (i + 64)
+          body:
+            write#0 a[i] = 0
+        }
+        ",
+    );
+}
+
+#[test]
+fn include_files_are_read() {
+    let dir = std::env::temp_dir().join(format!("cudarace-syntax-inc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("common.cuh"), "#pragma once\n#define TILE 8\n__device__ int lane(int t) { return t % 32; }\n__global__ void inc_kernel(int *p) { p[0] = 1; }\n").unwrap();
+    let main = dir.join("main.cu");
+    let src = "#include \"common.cuh\"\n#include <cstdio>\n__global__ void k(int *a) { __shared__ int s[TILE]; s[lane(threadIdx.x)] = a[0]; }\n";
+    std::fs::write(&main, src).unwrap();
+    let f = lower_source(Some(&main), src, &FrontendOptions::default());
+    assert_eq!(f.files.len(), 2);
+    let k = kernel(&f, "k");
+    assert_eq!(
+        pretty::kernel(k).lines().find(|l| l.contains("array s")),
+        Some("  array s: Shared SharedDecl i32 [8]")
+    );
+    assert_eq!(
+        pretty::body(k),
+        "read#0 a[0]\nwrite#1 s[(threadIdx.x % 32)] = @0\n"
+    );
+    let inc = kernel(&f, "inc_kernel");
+    assert_eq!(inc.span.file, FileId(1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn templates_bind_values_from_instantiation_or_launch() {
+    let f = lower_str(
+        r#"
+template <int B, typename T> __global__ void red(T *a) { __shared__ T s[B]; s[threadIdx.x] = a[threadIdx.x]; }
+template __global__ void red<256, float>(float *);
+template <unsigned N> __global__ void k2(int *a) { a[threadIdx.x] = N; }
+template <int M> __global__ void k3(int *a) { a[0] = M; }
+void host(int *d) { k2<64><<<1, 64>>>(d); k3<1><<<1,1>>>(d); k3<2><<<1,1>>>(d); }
+"#,
+    );
+    let red = kernel(&f, "red");
+    assert_eq!(red.params[1].name, "B");
+    assert!(red.params[1].is_template);
+    assert_eq!(red.params[1].value, Some(256));
+    assert_eq!(red.arrays[1].dims, vec![Some(Expr::Param(ParamId(1)))]);
+    assert_eq!(kernel(&f, "k2").params[1].value, Some(64));
+    // Two different instantiations: the parameter stays symbolic.
+    assert_eq!(kernel(&f, "k3").params[1].value, None);
+}
+
+#[test]
+fn launch_sites_header_and_annotation() {
+    let f = lower_str(
+        r#"//--blockDim=[16,16] --gridDim=64
+#define THREADS 128
+// cudarace: blockDim=(32,8) gridDim=(4)
+__global__ void __launch_bounds__(THREADS, 2) k(int *a) { a[0] = 1; }
+extern "C" __global__ void k2(int *a) {}
+int main() {
+  dim3 block(16, 16);
+  dim3 grid = dim3(4, 4);
+  int n = 1000;
+  k<<<grid, block>>>(0);
+  k2<<<(n + THREADS - 1) / THREADS, THREADS, 0>>>(0);
+  int m = 5; m = 6;
+  k2<<<m, 32>>>(0);
+}"#,
+    );
+    assert_eq!(f.header_launch.block_dim, [Some(16), Some(16), Some(1)]);
+    assert_eq!(f.header_launch.grid_dim, [Some(64), Some(1), Some(1)]);
+    let k = kernel(&f, "k");
+    assert_eq!(k.launch_bounds, Some(128));
+    assert_eq!(k.annotated_launch.block_dim, [Some(32), Some(8), Some(1)]);
+    assert_eq!(k.annotated_launch.grid_dim, [Some(4), Some(1), Some(1)]);
+    assert!(kernel(&f, "k2").annotated_launch.is_empty());
+    let sites: Vec<_> = f
+        .launch_sites
+        .iter()
+        .map(|s| (s.kernel.as_str(), s.grid_dim, s.block_dim))
+        .collect();
+    assert_eq!(
+        sites,
+        vec![
+            ("k", Some([4, 4, 1]), Some([16, 16, 1])),
+            ("k2", Some([8, 1, 1]), Some([128, 1, 1])),
+            ("k2", None, Some([32, 1, 1]))
+        ]
+    );
+}
+
+#[test]
+fn barriers_of_every_kind() {
+    check(
+        r#"
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void k(int *a) {
+  cg::thread_block block = cg::this_thread_block();
+  auto grid = cg::this_grid();
+  __syncwarp();
+  __syncwarp(0xffffffff);
+  __syncwarp(0x0000ffff);
+  int c = __syncthreads_count(a[0] > 0);
+  block.sync();
+  cg::this_thread_block().sync();
+  grid.sync();
+  cg::sync(block);
+  __threadfence();
+  int v = __shfl_down_sync(0xffffffff, c, 1);
+}"#,
+        "k",
+        "
+        syncwarp
+        syncwarp
+        syncwarp(65535)
+        read#0 a[0]
+        sync
+        c := ?0
+        sync
+        sync
+        grid.sync
+        sync
+        v := ?1
+        ",
+    );
+}
+
+#[test]
+fn short_circuit_and_ternary_with_accesses_become_ifs() {
+    check(
+        r#"
+__global__ void k(int *a, int n) {
+  int t = threadIdx.x;
+  if (t < n && a[t] > 0) a[t] = 0;
+  int v = t > 0 ? a[t - 1] : 0;
+}"#,
+        "k",
+        "
+        t := threadIdx.x
+        logical.tmp := (t < $n)
+        if (t < $n) {
+          read#0 a[t]
+          logical.tmp := (@0 > 0)
+        }
+        if logical.tmp {
+          write#1 a[t] = 0
+        }
+        if (t > 0) {
+          read#2 a[(t - 1)]
+          conditional.tmp := @2
+        } else {
+          conditional.tmp := 0
+        }
+        v := conditional.tmp
+        ",
+    );
+}
+
+#[test]
+fn min_max_casts_and_constants() {
+    check(
+        r#"
+enum { RADIUS = 3, WIDTH = RADIUS * 2 + 1 };
+__global__ void k(int *a, int n) {
+  const int c = WIDTH;
+  constexpr unsigned m = 0x10u;
+  int i = min(threadIdx.x, n - 1);
+  a[i] = static_cast<int>(sizeof(float)) + c + m;
+  a[max(i, 0)] = 1;
+}"#,
+        "k",
+        "
+        i := ((threadIdx.x < ($n - 1)) ? threadIdx.x : ($n - 1))
+        write#0 a[i] = 27
+        write#1 a[((i > 0) ? i : 0)] = 1
+        ",
+    );
+}
+
+#[test]
+fn switch_becomes_if_chain() {
+    check(
+        r#"
+__global__ void k(int *a, int m) {
+  switch (m) {
+    case 0:
+    case 1: a[0] = 1; break;
+    case 2: a[1] = 2; break;
+    default: a[2] = 3;
+  }
+}"#,
+        "k",
+        "
+        if (($m == 0) || ($m == 1)) {
+          write#0 a[0] = 1
+        } else {
+          if ($m == 2) {
+            write#1 a[1] = 2
+          } else {
+            write#2 a[2] = 3
+          }
+        }
+        ",
+    );
+    check(
+        "__global__ void k(int *a, int m) { switch (m) { case 0: a[0] = 1; case 1: a[1] = 2; break; } }",
+        "k",
+        "
+        if ($m == 0) {
+          write#0 a[0] = 1
+          write#1 a[1] = 2
+        } else {
+          if ($m == 1) {
+            write#2 a[1] = 2
+          }
+        }
+        ",
+    );
+    let b = body(
+        "__global__ void k(int *a, int m) { switch (m) { case 2: if (a[0]) break; a[1] = 0; } }",
+        "k",
+    );
+    assert_eq!(
+        b,
+        "opaque(switch with a break inside a nested statement; arrays=[a]; locals=[]; may_sync)\n"
+    );
+}
+
+#[test]
+fn calls_without_body() {
+    check(
+        r#"
+__device__ void ext(float *p);
+__global__ void k(float *a) {
+  __shared__ float s[4];
+  float r = sqrtf(a[0]);
+  ext(s);
+  memcpy(a, s, 16);
+}"#,
+        "k",
+        "
+        read#0 a[0]
+        r := ?0
+        opaque(call to `ext` whose body is not available; arrays=[s]; locals=[]; may_sync)
+        opaque(call to `memcpy` whose body is not available; arrays=[a,s]; locals=[])
+        ",
+    );
+}
+
+#[test]
+fn device_globals_and_goto() {
+    check(
+        r#"
+__device__ int counter[16];
+__constant__ int coef[4];
+__global__ void k(int *a) {
+  counter[threadIdx.x] = coef[1];
+  goto end;
+end:
+  a[0] = 1;
+}"#,
+        "k",
+        "
+        read#0 coef[1]
+        write#1 counter[threadIdx.x] = @0
+        opaque(goto; arrays=[]; locals=[]; may_sync)
+        write#2 a[0] = 1
+        ",
+    );
+}
+
+#[test]
+fn dynamic_shared_memory_carving() {
+    check(
+        r#"
+__global__ void k(int n) {
+  extern __shared__ float smem[];
+  float *a = smem;
+  float *b = (float*)&smem[n];
+  int *c = (int*)&b[n];
+  a[threadIdx.x] = 1;
+  b[threadIdx.x] = 2;
+  c[threadIdx.x] = 3;
+}"#,
+        "k",
+        "
+        write#0 smem[threadIdx.x] = 1
+        write#1 smem[($n + threadIdx.x)] = 2
+        write#2 smem[(($n + $n) + threadIdx.x)] = 3
+        ",
+    );
+}
+
+#[test]
+fn binary_junk_does_not_panic() {
+    let mut junk = String::new();
+    for i in 0..20000u32 {
+        junk.push(char::from_u32((i.wrapping_mul(2654435761) >> 7) % 0x2FF + 1).unwrap_or('x'));
+    }
+    let f = lower_str(&junk);
+    assert!(f.kernels.is_empty() || f.kernels.iter().all(|k| !k.name.is_empty()));
+    let f = lower_str("__global__ void k(int *a) { a[ \u{0}\u{1} ] = }}}} {{{{ ((((( ");
+    assert!(!f.syntax_errors.is_empty());
+    let _ = lower_str(
+        "#define A(x) A(x) + A(x)\n#define B B\n__global__ void k(int *a) { a[A(1)] = B; }",
+    );
+    let _ = lower_str("#if\n#elif\n#else\n#endif\n#endif\n#define\n#include \"\n__global__");
+}
+
+#[test]
+fn deep_nesting_is_unsupported_not_a_crash() {
+    let mut src = String::from("__global__ void k(int *a) { int x = ");
+    for _ in 0..3000 {
+        src.push('(');
+    }
+    src.push('1');
+    for _ in 0..3000 {
+        src.push(')');
+    }
+    src.push_str("; a[0] = x; }");
+    let f = lower_str(&src);
+    let k = kernel(&f, "k");
+    assert!(k.unsupported.is_some());
+    let mut src2 = String::from("__global__ void k(int *a) {");
+    for _ in 0..2000 {
+        src2.push_str("if (a[0]) {");
+    }
+    for _ in 0..2000 {
+        src2.push('}');
+    }
+    src2.push('}');
+    let f = lower_str(&src2);
+    assert!(kernel(&f, "k").unsupported.is_some());
+}
+
+#[test]
+fn incremental_tree_is_accepted() {
+    let src = "__global__ void k(int *a) { a[threadIdx.x] = 0; }";
+    let tree = parse(src, None);
+    let f = lower(None, src, &tree, &FrontendOptions::default());
+    assert_eq!(
+        pretty::body(kernel(&f, "k")),
+        "write#0 a[threadIdx.x] = 0\n"
+    );
+}
+
+#[test]
+fn qualifier_macros_static_and_namespaced_kernels() {
+    let src = r#"
+#define HD __host__ __device__
+#define KERNEL_ENTRY_POINT __global__
+#define GLB __global__
+#define NOTHING
+HD inline int sq(int x) { return x * x; }
+KERNEL_ENTRY_POINT void k1(int *a) { a[0] = sq(threadIdx.x); }
+GLB void k2(int *a) { a[1] = 0; }
+static __global__ void k3(int *a) { a[2] = 0; }
+namespace ns { NOTHING __global__ void k4(int *a) { a[3] = 0; } }
+"#;
+    let f = lower_str(src);
+    let names: Vec<&str> = f.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, vec!["k1", "k2", "k3", "k4"]);
+    assert!(f.syntax_errors.is_empty(), "{:?}", f.syntax_errors);
+    check(src, "k1", "write#0 a[0] = (threadIdx.x * threadIdx.x)");
+}
+
+#[test]
+fn shared_in_device_function_is_one_array() {
+    let f = lower_str(
+        r#"
+__device__ void put(int v) { __shared__ int buf[32]; buf[threadIdx.x] = v; }
+__global__ void k() { put(1); put(2); }"#,
+    );
+    let k = kernel(&f, "k");
+    assert_eq!(k.arrays.len(), 1);
+    assert_eq!(
+        pretty::body(k),
+        "write#0 buf[threadIdx.x] = 1\nwrite#1 buf[threadIdx.x] = 2\n"
+    );
+}
+
+#[test]
+fn unknown_pointer_targets_are_opaque_over_all_arrays() {
+    check(
+        r#"
+struct Args { float *data; };
+__global__ void k(Args args, float **rows) {
+  __shared__ float s[4];
+  args.data[threadIdx.x] = 1;
+  rows[1][threadIdx.x] = 2;
+}"#,
+        "k",
+        "
+        opaque(write through a pointer with an unknown target; arrays=[rows,s]; locals=[])
+        read#0 rows[1]
+        opaque(write through a pointer with an unknown target; arrays=[rows,s]; locals=[])
+        ",
+    );
+}
+
+#[test]
+fn truth_values_and_numbers_are_kept_apart() {
+    check(
+        r#"
+__global__ void k(int *a, int n) {
+  bool odd = threadIdx.x & 1;
+  int c = threadIdx.x < n;
+  a[c + (n > 2)] = !odd;
+  while (odd) { odd = false; }
+}"#,
+        "k",
+        "
+        odd := ((threadIdx.x & 1) != 0)
+        c := ((threadIdx.x < $n) ? 1 : 0)
+        write#0 a[(c + (($n > 2) ? 1 : 0))] = !odd
+        while odd {
+          body:
+            odd := false
+        }
+        ",
+    );
+}
+
+#[test]
+fn array_of_rows_parameter() {
+    check(
+        r#"
+#define N 32
+__device__ void put(float t[][N + 1], int r, int c) { t[r][c] = 1; float *row = t[r]; row[0] = 2; }
+__global__ void k() {
+  __shared__ float tile[N][N + 1];
+  put(tile, threadIdx.y, threadIdx.x);
+}"#,
+        "k",
+        "
+        write#0 tile{((threadIdx.y * 33) + threadIdx.x)} = 1
+        write#1 tile{(threadIdx.y * 33)} = 2
+        ",
+    );
+}
+
+#[test]
+fn shared_memory_struct_and_reinterpreted_dynamic_shared() {
+    check(
+        r#"
+template <class T> struct SharedMemory {
+  __device__ inline operator T *() { extern __shared__ int __smem[]; return (T *)__smem; }
+};
+template <class T> __global__ void k(T *g) {
+  T *s = SharedMemory<T>();
+  s[threadIdx.x] = g[threadIdx.x];
+}"#,
+        "k",
+        "
+        read#0 g[threadIdx.x]
+        write#1 __smem[threadIdx.x] = @0
+        ",
+    );
+    // A char buffer viewed as float from offset 0 before any other use: exact in float units;
+    // a later byte access by name is in other units, so its index is unknown.
+    check(
+        r#"
+__global__ void k2(int n) {
+  extern __shared__ char buf[];
+  float *f = (float *)buf;
+  double *d = (double *)&f[n];
+  f[threadIdx.x] = 1;
+  d[0] = 2;
+  buf[3] = 0;
+}"#,
+        "k2",
+        "
+        write#0 buf[threadIdx.x] = 1
+        write#1 buf[?2] = 2
+        write#2 buf[?3] = 0
+        ",
+    );
+}
+
+#[test]
+fn vector_view_of_a_parameter_makes_scalar_indices_unknown() {
+    check(
+        r#"
+__global__ void k(float *p) {
+  float4 v = reinterpret_cast<float4 *>(p)[threadIdx.x];
+  p[threadIdx.x] = v.x;
+}"#,
+        "k",
+        "
+        read#0 p[threadIdx.x]
+        v := @0
+        write#1 p[?1] = ?0
+        ",
+    );
+}
+
+#[test]
+fn lambdas_are_opaque() {
+    check(
+        r#"
+__global__ void k(int *a) {
+  __shared__ int s[32];
+  auto put = [&](int i) { s[i] = 1; };
+  put(threadIdx.x);
+}"#,
+        "k",
+        "
+        put := ?0
+        opaque(call through the variable `put` (lambda or function object); arrays=[a,s]; locals=[]; may_sync)
+        ",
+    );
+}
+
+#[test]
+fn atomic_on_two_dimensional_cell_keeps_indices() {
+    check(
+        r#"
+__global__ void k(float *v) {
+  __shared__ float h[8][9];
+  atomicAdd(&h[threadIdx.y][threadIdx.x % 9], v[threadIdx.x]);
+  float x = __ldg(&v[threadIdx.x + 1]);
+}"#,
+        "k",
+        "
+        read#0 v[threadIdx.x]
+        atomic#1 h[threadIdx.y][(threadIdx.x % 9)]
+        read#2 v[(threadIdx.x + 1)]
+        x := @2
+        ",
+    );
+}
+
+#[test]
+fn inline_assembly_is_opaque_and_assigns_its_outputs() {
+    check(
+        r#"
+__global__ void k(int *a) {
+  unsigned lane = 0;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  a[lane] = 1;
+}"#,
+        "k",
+        "
+        lane := 0
+        opaque(inline assembly; arrays=[]; locals=[lane]; may_sync)
+        write#0 a[lane] = 1
+        ",
+    );
+}
+
+#[test]
+fn unusual_valid_cuda_has_no_syntax_errors() {
+    let src = r####"#include <cuda_runtime.h>
+#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s\n", cudaGetErrorString(e)); exit(1); } } while (0)
+struct __align__(16) Pair { float a, b; };
+typedef unsigned long long int u64;
+using idx_t = int;
+template <typename T, int N = 4>
+__device__ __forceinline__ T ld(const T* __restrict__ p, idx_t i) { return __ldg(p + i); }
+__device__ __noinline__ int noinl(int x) { return x + 1; }
+__global__ void __launch_bounds__(256, 4) k(const float4 *__restrict__ in, u64 *out, const __grid_constant__ Pair prm) {
+  __shared__ __align__(16) float s[256];
+  volatile float *vs = s;
+  static_assert(sizeof(float) == 4, "float");
+  alignas(16) float reg[4];
+  constexpr int W = 32;
+  auto lane = threadIdx.x & (W - 1);
+  decltype(lane) l2 = lane;
+  #pragma unroll 4
+  for (int i = 0; i < 4; ++i) reg[i] = 0.f;
+  if (__builtin_expect(lane == 0, 0)) vs[lane] = 1.0f;
+  s[threadIdx.x] = ld<float>(&in[0].x, threadIdx.x);
+  unsigned long long int v = 1ull << 40;
+  out[threadIdx.x] = v + noinl(l2);
+}
+int main() {
+  cudaStream_t stream; cudaStreamCreate(&stream);
+  float4 *d_in; u64 *d_out;
+  CHECK(cudaMalloc(&d_in, 1024));
+  k<<<dim3(4), dim3(256), 0, stream>>>(d_in, d_out, Pair{1, 2});
+  auto f = [=] __device__ (int i) { return i * 2; };
+  CHECK(cudaDeviceSynchronize());
+  return 0;
+}
+"####;
+    let f = lower_str(src);
+    assert!(f.syntax_errors.is_empty(), "{:?}", f.syntax_errors);
+    let b = pretty::body(kernel(&f, "k"));
+    assert!(
+        b.contains("if (lane == 0) {\n  write#0 s[lane] = 1.0\n}"),
+        "{b}"
+    );
+    assert!(!b.contains("opaque"), "{b}");
+}
+
+#[test]
+fn arrays_of_pointers() {
+    check(
+        r#"
+__global__ void k(float *a, float *b, int c) {
+  float *bufs[2] = {a, b};
+  bufs[c][threadIdx.x] = 1;
+  float *one[1] = {a};
+  one[0][threadIdx.x] = 2;
+}"#,
+        "k",
+        "
+        opaque(write through a pointer that may point into different arrays; arrays=[a,b]; locals=[])
+        write#0 a[(?1 + threadIdx.x)] = 2
+        ",
+    );
+}
+
+#[test]
+fn runtime_api_launches_are_launch_sites() {
+    let f = lower_str(
+        r#"
+__global__ void k(int *a) { a[0] = 1; }
+void host(int *d) {
+  void *args[] = {&d};
+  cudaLaunchCooperativeKernel((void *)k, dim3(2), dim3(64), args, 0, 0);
+  cudaLaunchKernel(reinterpret_cast<void *>(k), 4, 32, args, 0, 0);
+}"#,
+    );
+    let sites: Vec<_> = f
+        .launch_sites
+        .iter()
+        .map(|s| (s.kernel.as_str(), s.grid_dim, s.block_dim))
+        .collect();
+    assert_eq!(
+        sites,
+        vec![
+            ("k", Some([2, 1, 1]), Some([64, 1, 1])),
+            ("k", Some([4, 1, 1]), Some([32, 1, 1]))
+        ]
+    );
+}
+
+#[test]
+fn crlf_and_byte_order_mark() {
+    let src = "\u{feff}#define N 4\r\n#if N > 2 \\\r\n  && 1\r\n#define M 1\r\n#else\r\n#define M 2\r\n#endif\r\n__global__ void k(int *a) {\r\n  a[N] = M;\r\n}\r\n";
+    let f = lower_str(src);
+    assert!(f.syntax_errors.is_empty(), "{:?}", f.syntax_errors);
+    assert_eq!(pretty::body(kernel(&f, "k")), "write#0 a[4] = 1\n");
+}
+
+#[test]
+fn method_calls_on_user_objects_are_opaque() {
+    check(
+        r#"
+struct Acc { float *p; __device__ void add(int i) { p[i] += 1; __syncthreads(); } };
+__global__ void k(float *a) {
+  Acc acc;
+  acc.add(threadIdx.x);
+}"#,
+        "k",
+        "
+        acc := ?0
+        opaque(method call `.add()` (methods are not inlined); arrays=[a]; locals=[acc]; may_sync)
+        ",
+    );
+}

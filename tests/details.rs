@@ -1,0 +1,223 @@
+//! End-to-end checks of finding details that the fixture convention (verdicts and lines) cannot
+//! express: same-value writes, definite vs possible, witnesses that respect the launch
+//! configuration a file fixes, loop variables in witnesses, and the threads a divergence names.
+
+use cudarace_analysis::ir::{Confidence, Finding, FindingKind, KernelReport, Verdict};
+use cudarace_analysis::{analyze_source, Options, SolverPool};
+use cudarace_tests::fixtures_dir;
+use std::sync::OnceLock;
+
+fn pool() -> &'static SolverPool {
+    static POOL: OnceLock<SolverPool> = OnceLock::new();
+    POOL.get_or_init(|| SolverPool::new(2))
+}
+
+/// The kernel reports of one fixture (`category/behaviour.cu`).
+fn kernels(rel: &str) -> Vec<KernelReport> {
+    let path = fixtures_dir().join(rel);
+    let text = std::fs::read_to_string(&path).expect("fixture is readable");
+    let report = analyze_source(Some(&path), &text, &Options::default(), pool());
+    assert!(report.error.is_none(), "{rel}: {:?}", report.error);
+    report.kernels
+}
+
+/// The findings of a fixture with exactly one kernel, which must have `verdict`.
+fn findings(rel: &str, verdict: Verdict) -> Vec<Finding> {
+    let ks = kernels(rel);
+    assert_eq!(ks.len(), 1, "{rel}: {ks:#?}");
+    assert_eq!(ks[0].verdict, verdict, "{rel}: {:#?}", ks[0]);
+    assert!(
+        !ks[0].findings.is_empty() || verdict == Verdict::RaceFree,
+        "{rel}: no findings"
+    );
+    ks[0].findings.clone()
+}
+
+#[test]
+fn same_constant_stored_by_all_threads_is_flagged_as_such() {
+    let fs = findings("intervals/same_value_write.cu", Verdict::Racy);
+    assert!(fs.iter().all(|f| f.same_value_write), "{fs:#?}");
+    assert!(
+        fs.iter().all(|f| f.confidence == Confidence::Definite),
+        "{fs:#?}"
+    );
+}
+
+#[test]
+fn different_values_are_not_same_value_writes() {
+    for rel in [
+        "intervals/all_threads_write_one_cell.cu",
+        "intervals/compound_assign_all_threads.cu",
+    ] {
+        let fs = findings(rel, Verdict::Racy);
+        assert!(fs.iter().all(|f| !f.same_value_write), "{rel}: {fs:#?}");
+    }
+}
+
+#[test]
+fn races_without_unknown_values_are_definite() {
+    let fs = findings("intervals/shift_without_barrier.cu", Verdict::Racy);
+    assert!(
+        fs.iter().all(|f| f.confidence == Confidence::Definite),
+        "{fs:#?}"
+    );
+    assert!(
+        fs.iter().all(|f| f.array.as_deref() == Some("s")),
+        "{fs:#?}"
+    );
+}
+
+#[test]
+fn races_through_data_dependent_indices_are_possible() {
+    let ks = kernels("frontend/data_dependent_index.cu");
+    assert_eq!(ks.len(), 1);
+    match ks[0].verdict {
+        Verdict::Racy => {
+            for f in &ks[0].findings {
+                assert_eq!(f.confidence, Confidence::Possible, "{f:#?}");
+                assert!(
+                    f.confidence_reason.contains("perm"),
+                    "reason should name `perm`: {f:#?}"
+                );
+            }
+        }
+        Verdict::Unknown => assert!(ks[0].reason.is_some(), "unknown needs a reason"),
+        other => panic!("data_dependent_index: verdict {other:?}: {:#?}", ks[0]),
+    }
+}
+
+#[test]
+fn unmentioned_dimensions_are_one_in_witnesses() {
+    // A 1-D kernel is launched 1-D: its witness has blockDim.y = blockDim.z = 1.
+    let fs = findings("intervals/shift_without_barrier.cu", Verdict::Racy);
+    for f in &fs {
+        assert_eq!(f.witness.block_dim[1..], [1, 1], "{f:#?}");
+        assert_eq!(f.witness.grid_dim[1..], [1, 1], "{f:#?}");
+        // Shared memory: both threads are in one block, one thread reads the cell the other writes.
+        assert_eq!(
+            f.witness.thread_a.block_idx, f.witness.thread_b.block_idx,
+            "{f:#?}"
+        );
+        let (ta, tb) = (
+            f.witness.thread_a.thread_idx[0],
+            f.witness.thread_b.thread_idx[0],
+        );
+        assert_eq!((ta - tb).abs(), 1, "neighbouring threads expected: {f:#?}");
+    }
+}
+
+#[test]
+fn cross_block_race_witness_uses_two_blocks() {
+    let fs = findings("global/thread_index_only_across_blocks.cu", Verdict::Racy);
+    for f in &fs {
+        let w = &f.witness;
+        assert_ne!(w.thread_a.block_idx, w.thread_b.block_idx, "{f:#?}");
+        assert_eq!(w.thread_a.thread_idx, w.thread_b.thread_idx, "{f:#?}");
+        assert_eq!(w.cell, vec![w.thread_a.thread_idx[0]], "{f:#?}");
+    }
+}
+
+#[test]
+fn gpuverify_header_fixes_the_witness_launch() {
+    let fs = findings("launch/gpuverify_header_two_blocks.cu", Verdict::Racy);
+    for f in &fs {
+        assert_eq!(f.witness.block_dim, [32, 1, 1], "{f:#?}");
+        assert_eq!(f.witness.grid_dim, [2, 1, 1], "{f:#?}");
+    }
+}
+
+#[test]
+fn launch_site_fixes_the_witness_launch() {
+    let fs = findings("launch/launch_site_many_blocks.cu", Verdict::Racy);
+    for f in &fs {
+        assert_eq!(f.witness.block_dim, [64, 1, 1], "{f:#?}");
+        assert_eq!(f.witness.grid_dim, [8, 1, 1], "{f:#?}");
+    }
+}
+
+#[test]
+fn launch_bounds_caps_the_witness_block() {
+    let fs = findings("launch/launch_bounds_is_only_upper_bound.cu", Verdict::Racy);
+    for f in &fs {
+        assert!(
+            f.witness.block_dim[0] > 128 && f.witness.block_dim[0] <= 256,
+            "{f:#?}"
+        );
+    }
+}
+
+#[test]
+fn unsynchronized_loop_witness_names_both_iterations() {
+    let fs = findings("reductions/tree_missing_barrier.cu", Verdict::Racy);
+    for f in &fs {
+        let (a, b) = (&f.witness.thread_a.loop_vars, &f.witness.thread_b.loop_vars);
+        assert!(
+            a.contains_key("s") && b.contains_key("s"),
+            "loop variable `s` missing: {f:#?}"
+        );
+        // Within one level the accesses are disjoint: the race is between two levels.
+        assert_ne!(a["s"], b["s"], "{f:#?}");
+    }
+}
+
+#[test]
+fn divergence_witness_has_one_thread_on_each_side() {
+    let fs = findings("divergence/barrier_in_thread_if.cu", Verdict::Divergent);
+    for f in &fs {
+        assert_eq!(f.kind, FindingKind::BarrierDivergence);
+        let below = |t: i64| t < 16;
+        let (a, b) = (
+            f.witness.thread_a.thread_idx[0],
+            f.witness.thread_b.thread_idx[0],
+        );
+        assert_ne!(
+            below(a),
+            below(b),
+            "one thread must take the branch: {f:#?}"
+        );
+        assert!(
+            !f.related.is_empty(),
+            "divergence should point at the condition: {f:#?}"
+        );
+    }
+}
+
+#[test]
+fn findings_name_their_kernel() {
+    let ks = kernels("frontend/two_kernels_per_file.cu");
+    for k in &ks {
+        assert!(k.findings.iter().all(|f| f.kernel == k.name), "{k:#?}");
+    }
+    let broken = ks
+        .iter()
+        .find(|k| k.name == "broken")
+        .expect("kernel `broken`");
+    assert!(!broken.findings.is_empty());
+}
+
+#[test]
+fn unknown_and_unsupported_verdicts_give_a_reason() {
+    for rel in [
+        "frontend/error_node_in_kernel.cu",
+        "frontend/opaque_call_with_shared_pointer.cu",
+        "frontend/recursion.cu",
+    ] {
+        for k in kernels(rel) {
+            if matches!(k.verdict, Verdict::Unknown | Verdict::Unsupported) {
+                assert!(
+                    k.reason.as_deref().is_some_and(|r| !r.is_empty()),
+                    "{rel}: {k:#?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn races_around_unmodelled_barriers_are_possible() {
+    let ks = kernels("frontend/inline_asm_barrier.cu");
+    assert_eq!(ks.len(), 1);
+    for f in &ks[0].findings {
+        assert_eq!(f.confidence, Confidence::Possible, "{f:#?}");
+    }
+}
