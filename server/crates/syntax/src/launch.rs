@@ -2,7 +2,7 @@
 //! (`//--blockDim=[16,16] --gridDim=64`) and `// cudarace: blockDim=(32,8) gridDim=(64)` annotations.
 
 use crate::collect::{declarator_name, Tables};
-use crate::consteval::{eval, node_text, ConstEnv};
+use crate::consteval::{eval, eval_text, node_text, ConstEnv};
 use crate::preprocess::MacroTable;
 use cudarace_ir::{FileId, LaunchConfig, LaunchSite, Span};
 use tree_sitter::{Node, Tree};
@@ -123,7 +123,7 @@ impl ConstEnv for HostEnv<'_, '_> {
         }
         let (init, _) = self.local_init(name)?;
         match init.kind() {
-            "argument_list" => None,
+            "argument_list" | "parameter_list" => None,
             _ => eval(init, self.text, self, depth + 1),
         }
     }
@@ -170,6 +170,29 @@ impl<'t> HostEnv<'_, 't> {
                         }
                     }
                 }
+                // `dim3 block(TILE, ROWS);` with macro arguments is C++'s most vexing parse:
+                // tree-sitter reads a function declaration whose parameter *types* are the
+                // macro names. In a `dim3` declaration inside a host function it can only be
+                // the constructor call, so its parameter list is taken as the arguments.
+                "function_declarator" => {
+                    let is_dim3 = n.parent().is_some_and(|p| {
+                        p.kind() == "declaration"
+                            && p.child_by_field_name("type")
+                                .is_some_and(|t| node_text(t, self.text) == "dim3")
+                    });
+                    if let (true, Some(d), Some(params)) = (
+                        is_dim3,
+                        n.child_by_field_name("declarator"),
+                        n.child_by_field_name("parameters"),
+                    ) {
+                        if node_text(d, self.text) == name {
+                            if found.is_some() {
+                                return None;
+                            }
+                            found = Some((params, n));
+                        }
+                    }
+                }
                 _ => {}
             }
             let mut c = n.walk();
@@ -204,6 +227,7 @@ impl<'t> HostEnv<'_, 't> {
                     {
                         self.dim3_args(init)
                     }
+                    Some((init, _)) if init.kind() == "parameter_list" => self.dim3_params(init),
                     Some((init, _)) => self.dims(init, depth + 1),
                     None => Some([pos(eval(e, self.text, self, 0)?)?, 1, 1]),
                 }
@@ -211,6 +235,28 @@ impl<'t> HostEnv<'_, 't> {
             "initializer_list" => self.dim3_args(e),
             _ => Some([pos(eval(e, self.text, self, 0)?)?, 1, 1]),
         }
+    }
+
+    /// The "parameters" of a `dim3 b(TILE, ROWS)` misparsed as a function declaration: each is
+    /// a constant expression written where a parameter type would be.
+    fn dim3_params(&self, params: Node<'t>) -> Option<[u64; 3]> {
+        let mut c = params.walk();
+        let vals: Vec<Node> = params
+            .named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .collect();
+        if vals.len() > 3 {
+            return None;
+        }
+        let mut out = [1u64; 3];
+        for (i, a) in vals.iter().enumerate() {
+            let v = eval_text(node_text(*a, self.text), self, 0)?;
+            if v <= 0 {
+                return None;
+            }
+            out[i] = v as u64;
+        }
+        Some(out)
     }
 
     fn dim3_args(&self, args: Node<'t>) -> Option<[u64; 3]> {
