@@ -1,8 +1,11 @@
 //! Generated CUDA sources: the five race-free scaling families (after Faial, CAV'21 §6 Claim 2)
 //! and the large editor file for the LSP measurements.
 
+/// A family's name and its generator (size → CUDA source).
+pub type Family = (&'static str, fn(usize) -> String);
+
 /// The scaling families, each parameterised by how often its pattern is repeated / nested.
-pub const FAMILIES: [(&str, fn(usize) -> String); 5] = [
+pub const FAMILIES: [Family; 5] = [
     ("read/write pairs", accesses),
     ("write + barrier", barriers),
     ("tid conditionals", conditionals),

@@ -12,8 +12,10 @@ mod mem;
 mod stats;
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use cudarace_analysis::{analyze_path, analyze_source, collect_paths, Options};
 use cudarace_ir::Verdict;
@@ -32,6 +34,8 @@ struct Args {
     workers: usize,
     lsp_kernels: usize,
     lsp_edits: usize,
+    size_limit_s: u64,
+    one: Option<(usize, usize)>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -42,6 +46,8 @@ fn parse_args() -> Result<Args, String> {
         workers,
         lsp_kernels: 50,
         lsp_edits: 100,
+        size_limit_s: 120,
+        one: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -53,9 +59,18 @@ fn parse_args() -> Result<Args, String> {
             "--lsp-edits" => {
                 a.lsp_edits = value()?.parse().map_err(|e| format!("--lsp-edits: {e}"))?
             }
+            "--size-limit" => {
+                a.size_limit_s = value()?.parse().map_err(|e| format!("--size-limit: {e}"))?
+            }
+            "--one" => {
+                let f = value()?.parse().map_err(|e| format!("--one: {e}"))?;
+                let n = value()?.parse().map_err(|e| format!("--one: {e}"))?;
+                a.one = Some((f, n));
+            }
             "-h" | "--help" => {
                 println!(
-                    "bench [--reps N (3)] [--sections abcd] [--workers N (cores)] [--lsp-edits N (100)]"
+                    "bench [--reps N (3)] [--sections abcd] [--workers N (cores)] [--lsp-edits N (100)] \
+                     [--size-limit SECONDS (120)]"
                 );
                 std::process::exit(0);
             }
@@ -76,14 +91,19 @@ fn main() {
         }
     };
     let root = repo_root();
+    let opts = Options::default();
+    if let Some((family, size)) = args.one {
+        let pool = SolverPool::new(args.workers);
+        run_one(family, size, args.reps, &opts, &pool);
+        return;
+    }
     print_machine(&args);
     let pool = SolverPool::new(args.workers);
-    let opts = Options::default();
     if args.sections.contains('a') {
         section_a(&root, &args, &opts, &pool);
     }
     if args.sections.contains('b') {
-        section_b(&args, &opts, &pool);
+        section_b(&args);
     }
     if args.sections.contains('c') || args.sections.contains('d') {
         section_cd(&args);
@@ -257,13 +277,114 @@ fn print_row(name: &str, rs: &[&KernelRun]) {
 }
 
 /// (b) the scaling families.
-fn section_b(args: &Args, opts: &Options, pool: &SolverPool) {
+/// One family at one size, measured in this process (the child side of [`section_b`]); prints
+/// one JSON line.
+fn run_one(family: usize, size: usize, reps: usize, opts: &Options, pool: &SolverPool) {
+    let Some((_, generate)) = gen::FAMILIES.get(family) else {
+        eprintln!("bench: no family {family}");
+        std::process::exit(2);
+    };
+    let text = generate(size);
+    let mut times = Vec::new();
+    let (mut rss, mut heap, mut queries, mut verdict) = (0u64, 0usize, 0usize, String::new());
+    for _ in 0..reps {
+        let window = mem::Window::start();
+        let started = Instant::now();
+        let report = analyze_source(None, &text, opts, pool);
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+        rss = rss.max(window.rss_peak_growth_kb().unwrap_or(0));
+        heap = heap.max(window.heap_peak());
+        queries = report.kernels.iter().map(|k| k.queries).sum();
+        verdict = report
+            .kernels
+            .iter()
+            .map(|k| k.verdict.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
+        if report.kernels.is_empty() {
+            verdict = format!("no kernel ({})", report.error.unwrap_or_default());
+        }
+    }
+    let line = serde_json::json!({"ms": times, "rss_kb": rss, "heap": heap, "queries": queries,
+                                  "verdict": verdict});
+    println!("{line}");
+}
+
+struct Point {
+    ms: f64,
+    rss_kb: u64,
+    heap: u64,
+    queries: u64,
+    verdict: String,
+}
+
+/// Runs [`run_one`] in a child process, killed after `limit`.
+fn measure_point(
+    family: usize,
+    size: usize,
+    args: &Args,
+    limit: Duration,
+) -> Result<Point, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut child = Command::new(exe)
+        .args(["--one", &family.to_string(), &size.to_string()])
+        .args([
+            "--reps",
+            &args.reps.to_string(),
+            "--workers",
+            &args.workers.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("> {} s", limit.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = stdout.read_to_string(&mut out);
+    }
+    let v: serde_json::Value = out
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .ok_or_else(|| "child failed".to_string())?;
+    let mut ms = Samples::default();
+    for t in v["ms"].as_array().into_iter().flatten() {
+        ms.push(t.as_f64().unwrap_or(0.0));
+    }
+    Ok(Point {
+        ms: ms.median(),
+        rss_kb: v["rss_kb"].as_u64().unwrap_or(0),
+        heap: v["heap"].as_u64().unwrap_or(0),
+        queries: v["queries"].as_u64().unwrap_or(0),
+        verdict: v["verdict"].as_str().unwrap_or_default().to_string(),
+    })
+}
+
+/// (b) the scaling families, each point in its own process (clean memory numbers, and a size
+/// that runs away is killed without disturbing the next measurements).
+fn section_b(args: &Args) {
+    let limit = Duration::from_secs(args.size_limit_s);
     println!("## (b) Scaling with kernel size\n");
     println!(
-        "Five generated race-free families (after Faial, CAV'21 §6, Fig. 7); size = how often \
+        "Five generated race-free families (after Faial, CAV'21 §6, Fig. 7); size n = how often \
          the pattern is repeated (or nested). Time = median wall-clock ms of the whole file \
-         analysis (parse + check). Memory = peak growth during one analysis: process RSS (covers \
-         Z3's heap) / Rust heap (counting allocator). Verdict of the size-50 kernel.\n"
+         analysis (parse + check) in a fresh process; a point not finished after {} s is killed \
+         and larger sizes of that family are skipped. Memory = peak growth during one \
+         analysis: process RSS (covers Z3's heap) / Rust heap (counting allocator).\n",
+        args.size_limit_s
     );
     let mut header = String::from("| family |");
     let mut rule = String::from("|---|");
@@ -271,68 +392,57 @@ fn section_b(args: &Args, opts: &Options, pool: &SolverPool) {
         header += &format!(" n={s} ms |");
         rule += "---:|";
     }
-    header += " t(50)/t(10) | queries n=50 | peak RSS n=50 | heap n=50 | verdict n=50 |";
-    rule += "---:|---:|---:|---:|---|";
+    header += " t(50)/t(10) | queries n=50 | verdict n=50 |";
+    rule += "---:|---:|---|";
     println!("{header}\n{rule}");
     let mut memory_rows = Vec::new();
-    for (name, family) in gen::FAMILIES {
+    for (index, (name, _)) in gen::FAMILIES.iter().enumerate() {
         let mut row = format!("| {name} |");
-        let mut t10 = None;
-        let mut t50 = None;
-        let mut last = (0usize, None, 0usize, String::new());
         let mut mem_row = format!("| {name} |");
+        let (mut t10, mut t50, mut q50, mut v50) = (None, None, "-".to_string(), "-".to_string());
+        let mut gave_up = false;
         for size in SIZES {
-            let text = family(size);
-            let mut times = Samples::default();
-            let mut rss = 0u64;
-            let mut heap = 0usize;
-            let mut queries = 0usize;
-            let mut verdict = String::new();
-            for _ in 0..args.reps {
-                let window = mem::Window::start();
-                let started = Instant::now();
-                let report = analyze_source(None, &text, opts, pool);
-                times.push(started.elapsed().as_secs_f64() * 1000.0);
-                rss = rss.max(window.rss_peak_growth_kb().unwrap_or(0));
-                heap = heap.max(window.heap_peak());
-                queries = report.kernels.iter().map(|k| k.queries).sum();
-                verdict = report
-                    .kernels
-                    .iter()
-                    .map(|k| k.verdict.as_str())
-                    .collect::<Vec<_>>()
-                    .join(",");
-                if report.kernels.is_empty() {
-                    verdict = format!("no kernel ({})", report.error.unwrap_or_default());
+            if gave_up {
+                row += " - |";
+                mem_row += " - |";
+                continue;
+            }
+            match measure_point(index, size, args, limit) {
+                Ok(p) => {
+                    eprintln!(
+                        "bench: {name} n={size}: {} ms, {} queries, {}",
+                        fmt_ms(p.ms),
+                        p.queries,
+                        p.verdict
+                    );
+                    row += &format!(" {} |", fmt_ms(p.ms));
+                    mem_row += &format!(
+                        " {:.1} / {:.2} |",
+                        p.rss_kb as f64 / 1024.0,
+                        p.heap as f64 / 1048576.0
+                    );
+                    if size == 10 {
+                        t10 = Some(p.ms);
+                    }
+                    if size == 50 {
+                        t50 = Some(p.ms);
+                        q50 = p.queries.to_string();
+                        v50 = p.verdict;
+                    }
+                }
+                Err(e) => {
+                    eprintln!("bench: {name} n={size}: {e}");
+                    row += &format!(" {e} |");
+                    mem_row += " - |";
+                    gave_up = true;
                 }
             }
-            let t = times.median();
-            eprintln!("bench: {name} n={size}: {} ms, {queries} queries, {verdict}", fmt_ms(t));
-            if size == 10 {
-                t10 = Some(t);
-            }
-            if size == 50 {
-                t50 = Some(t);
-            }
-            row += &format!(" {} |", fmt_ms(t));
-            mem_row += &format!(
-                " {:.1} / {:.2} |",
-                rss as f64 / 1024.0,
-                heap as f64 / 1048576.0
-            );
-            last = (queries, Some(rss), heap, verdict);
         }
         let ratio = match (t10, t50) {
-            (Some(a), Some(b)) if a > 0.0 => format!("{:.2}", b / a),
+            (Some(a), Some(b)) if a > 0.0 => format!("{:.1}", b / a),
             _ => "-".into(),
         };
-        println!(
-            "{row} {ratio} | {} | {:.1} MiB | {:.2} MiB | {} |",
-            last.0,
-            last.1.unwrap_or(0) as f64 / 1024.0,
-            last.2 as f64 / 1048576.0,
-            last.3
-        );
+        println!("{row} {ratio} | {q50} | {v50} |");
         memory_rows.push(mem_row);
     }
     println!("\nPeak memory growth per size, MiB (process RSS / Rust heap):\n");

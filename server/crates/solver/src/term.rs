@@ -121,8 +121,10 @@ pub enum Answer {
     Unknown(String),
 }
 
-/// Bounds for one solver call. Both are always set: Debian's Z3 4.8.12 can ignore `timeout`
-/// in nonlinear arithmetic, while `rlimit` is deterministic and always honoured.
+/// Bounds for one solver call. `rlimit` (Z3's deterministic resource limit) is always set and
+/// decides the answer; `timeout_ms` is enforced by a timer that interrupts the call, not by Z3's
+/// own `timeout` parameter, which Debian's Z3 4.8.12 can fail to honour in nonlinear arithmetic
+/// (the call then blocks forever). The solver pool adds a watchdog on top.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Limits {
     pub timeout_ms: u64,
