@@ -2,7 +2,9 @@
 //! (on a [`SolverPool`], under a time budget) and finishing. A panic while analysing one kernel
 //! makes that kernel `unsupported` ("internal error: …"); the other kernels go on.
 
+use crate::config::{kernel_check_options, Config};
 use crate::report::FileReport;
+use crate::suppress;
 use cudarace_check::{finish_kernel, plan_kernel, CheckOptions};
 use cudarace_ir::{FileIr, Kernel, KernelReport, SourceFile, Verdict};
 use cudarace_solver::{Answer, CancelToken, Query, SolverPool};
@@ -44,6 +46,9 @@ pub struct Options {
     /// Analyse only the kernel(s) with this name.
     pub kernel: Option<String>,
     pub budget: Budget,
+    /// The project configuration (per-kernel launch sizes, severities, suppression settings);
+    /// its front-end and solver options are applied to the fields above by [`Config::apply`].
+    pub config: Arc<Config>,
 }
 
 /// Analyses `text` (the content of `path`, if it has one; `path` is used for `#include` lookup
@@ -64,17 +69,22 @@ pub fn analyze_source(
                     text: Arc::from(text),
                 }],
                 error: Some(format!("internal error in the front end: {message}")),
+                config: opts.config.clone(),
                 ..FileReport::default()
             };
         }
     };
     let kernels = analyze_ir(&ir, opts, pool);
+    let assessment = suppress::assess(&ir.files, &kernels, &opts.config, opts.kernel.is_none());
     FileReport {
         path: path.map(Path::to_path_buf),
         files: ir.files,
         kernels,
         syntax_errors: ir.syntax_errors,
         error: None,
+        suppressed: assessment.suppressed,
+        notices: assessment.notices,
+        config: opts.config.clone(),
     }
 }
 
@@ -97,7 +107,8 @@ pub fn analyze_kernel(
     let started = Instant::now();
     let elapsed_ms = || started.elapsed().as_secs_f64() * 1000.0;
     let _span = tracing::debug_span!("kernel", name = %kernel.name).entered();
-    let plan = match guarded(|| plan_kernel(ir, kernel, &opts.check)) {
+    let check = kernel_check_options(opts, kernel);
+    let plan = match guarded(|| plan_kernel(ir, kernel, &check)) {
         Ok(plan) => plan,
         Err(message) => return internal_error(kernel, message, elapsed_ms(), 0),
     };
@@ -197,6 +208,7 @@ pub fn analyze_path(path: &Path, opts: &Options, pool: &SolverPool) -> FileRepor
         Err(error) => FileReport {
             path: Some(path.to_path_buf()),
             error: Some(error),
+            config: opts.config.clone(),
             ..FileReport::default()
         },
     }

@@ -1,10 +1,13 @@
 //! The driver (source text → kernel reports, with file limits, a time budget per kernel and
 //! isolation of internal errors) and the renderers of those reports (human, JSON, SARIF).
 
+pub mod config;
 mod driver;
 pub mod render;
 mod report;
+pub mod suppress;
 
+pub use config::{kernel_check_options, Config, ConfigError, Level, CONFIG_FILE_NAME};
 pub use driver::{
     analyze_ir, analyze_kernel, analyze_path, analyze_source, collect_paths, decode_text,
     read_source, Budget, Options, DEFAULT_KERNEL_TIME, DEFAULT_MAX_FILE_BYTES,

@@ -1,7 +1,10 @@
 //! What the driver produces for one file, and counts over many files.
 
-use cudarace_ir::{KernelReport, SourceFile, SyntaxError, Verdict};
+use crate::config::{Config, Level};
+use crate::suppress::{Notice, Suppression};
+use cudarace_ir::{Finding, KernelReport, SourceFile, SyntaxError, Verdict};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The analysis of one file: its kernels' reports, or why it could not be analysed.
 #[derive(Debug, Clone, Default)]
@@ -15,6 +18,69 @@ pub struct FileReport {
     /// Set when the file could not be analysed at all (unreadable, too big, binary, internal error);
     /// `kernels` is then empty.
     pub error: Option<String>,
+    /// Per kernel, per finding (parallel to `kernels[k].findings`): why it is suppressed, if it
+    /// is. Missing entries mean "not suppressed".
+    pub suppressed: Vec<Vec<Option<Suppression>>>,
+    /// Unused and malformed suppression comments.
+    pub notices: Vec<Notice>,
+    /// The configuration the file was checked with (severities, `fail-on`); the empty one when
+    /// no `cudarace.toml` applied.
+    pub config: Arc<Config>,
+}
+
+impl FileReport {
+    /// Why finding `f` of kernel `k` is suppressed, if it is.
+    pub fn suppression(&self, k: usize, f: usize) -> Option<&Suppression> {
+        self.suppressed.get(k)?.get(f)?.as_ref()
+    }
+
+    /// The level a finding is reported at (configuration, else: definite → error, possible →
+    /// warning).
+    pub fn level(&self, finding: &Finding) -> Level {
+        self.config.severity.level(finding.kind, finding.confidence)
+    }
+
+    /// The level of an `unknown` / `unsupported` kernel verdict.
+    pub fn unverified_level(&self) -> Level {
+        self.config.severity.unverified_level()
+    }
+
+    /// The level of unused and malformed suppression comments.
+    pub fn notice_level(&self) -> Level {
+        self.config.severity.unused_suppression_level()
+    }
+
+    /// The lowest level that fails a check of this file: `cli` if given, else the
+    /// configuration's `fail-on`, else warning.
+    pub fn fail_on(&self, cli: Option<Level>) -> Level {
+        cli.or(self.config.fail_on).unwrap_or(Level::Warning)
+    }
+
+    /// Whether this file fails the check: it could not be analysed, or something not suppressed
+    /// is reported at `fail_on` or above (levels `off` never fail).
+    pub fn fails(&self, fail_on: Level) -> bool {
+        let counts = |level: Level| level != Level::Off && level >= fail_on;
+        if self.error.is_some() {
+            return true;
+        }
+        for (k, kernel) in self.kernels.iter().enumerate() {
+            match kernel.verdict {
+                Verdict::Unknown | Verdict::Unsupported if counts(self.unverified_level()) => {
+                    return true
+                }
+                // A racy or divergent verdict without a finding to show (an inconsistency
+                // upstream) is not let through.
+                Verdict::Racy | Verdict::Divergent if kernel.findings.is_empty() => return true,
+                _ => {}
+            }
+            for (f, finding) in kernel.findings.iter().enumerate() {
+                if self.suppression(k, f).is_none() && counts(self.level(finding)) {
+                    return true;
+                }
+            }
+        }
+        !self.notices.is_empty() && counts(self.notice_level())
+    }
 }
 
 /// Counts over a set of file reports (the CLI's summary line and exit code).
@@ -28,7 +94,12 @@ pub struct Summary {
     pub divergent: usize,
     pub unknown: usize,
     pub unsupported: usize,
+    /// Findings not suppressed.
     pub findings: usize,
+    /// Findings suppressed by a comment or the configuration.
+    pub suppressed: usize,
+    /// Unused or malformed suppression comments.
+    pub notices: usize,
     pub syntax_errors: usize,
 }
 
@@ -43,9 +114,15 @@ impl Summary {
                 s.file_errors += 1;
             }
             s.syntax_errors += report.syntax_errors.len();
-            for kernel in &report.kernels {
+            s.notices += report.notices.len();
+            for (k, kernel) in report.kernels.iter().enumerate() {
                 s.kernels += 1;
-                s.findings += kernel.findings.len();
+                for f in 0..kernel.findings.len() {
+                    match report.suppression(k, f) {
+                        Some(_) => s.suppressed += 1,
+                        None => s.findings += 1,
+                    }
+                }
                 match kernel.verdict {
                     Verdict::RaceFree => s.race_free += 1,
                     Verdict::Racy => s.racy += 1,
@@ -59,7 +136,7 @@ impl Summary {
     }
 
     /// True when every file was analysed and every kernel was proven race-free and convergent.
-    /// A kernel with findings is never clean, whatever its verdict says.
+    /// A kernel with (unsuppressed) findings is never clean, whatever its verdict says.
     pub fn all_clean(&self) -> bool {
         self.file_errors == 0 && self.race_free == self.kernels && self.findings == 0
     }
@@ -69,6 +146,41 @@ impl Summary {
 mod tests {
     use super::*;
     use crate::render::testdata;
+    use crate::suppress::Suppression;
+
+    fn with_config(mut r: FileReport, toml: &str) -> FileReport {
+        r.config = Arc::new(Config::parse(std::path::Path::new("cudarace.toml"), toml).unwrap());
+        r
+    }
+
+    #[test]
+    fn failing_follows_levels_and_suppressions() {
+        // `reduce` has a definite race (error) and a possible divergence (warning).
+        let racy = testdata::racy_file();
+        assert!(racy.fails(Level::Error) && racy.fails(Level::Warning));
+        let r = with_config(racy.clone(), "[severity]\ndata-race = \"warning\"\n");
+        assert!(!r.fails(Level::Error) && r.fails(Level::Warning));
+        assert_eq!(r.fail_on(None), Level::Warning);
+        let r = with_config(r, "fail-on = \"error\"\n[severity]\ndata-race = \"info\"\n");
+        assert_eq!(r.fail_on(None), Level::Error);
+        assert_eq!(r.fail_on(Some(Level::Info)), Level::Info);
+        assert!(r.fails(Level::Info));
+        // Suppressing the race leaves the divergence (a warning).
+        let mut r = racy.clone();
+        r.suppressed = vec![vec![Some(Suppression::SameValueWrite), None]];
+        assert!(!r.fails(Level::Error) && r.fails(Level::Warning));
+        r.suppressed = vec![vec![Some(Suppression::SameValueWrite); 2]];
+        assert!(!r.fails(Level::Info));
+        let s = Summary::of(std::slice::from_ref(&r));
+        assert_eq!((s.findings, s.suppressed), (0, 2));
+        // Levels `off` never fail; unknown kernels follow `unverified`.
+        let unknown = testdata::unknown_file();
+        assert!(unknown.fails(Level::Warning) && !unknown.fails(Level::Error));
+        let off = with_config(unknown, "[severity]\nunverified = \"off\"\n");
+        assert!(!off.fails(Level::Info));
+        // Unreadable files always fail.
+        assert!(testdata::error_file().fails(Level::Error));
+    }
 
     #[test]
     fn only_all_race_free_and_readable_is_clean() {

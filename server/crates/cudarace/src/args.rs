@@ -20,12 +20,16 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Made once per run: the size difference between the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check CUDA files for data races and barrier divergence.
     ///
-    /// Exit status: 0 when every kernel is race-free and convergent, 1 when something was found,
-    /// could not be decided, or a file could not be analysed, 2 on usage or I/O errors.
+    /// Exit status: 0 when nothing at the `--fail-on` level (default: warning, or `fail-on` in
+    /// cudarace.toml) or above was reported, 1 when something was (findings not suppressed,
+    /// kernels that could not be decided, unused suppressions, files that could not be analysed),
+    /// 2 on usage or I/O errors and invalid configuration files.
     Check(CheckArgs),
     /// Run the language server on stdin/stdout.
     Lsp,
@@ -36,6 +40,23 @@ pub enum Format {
     Human,
     Json,
     Sarif,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+    Info,
+}
+
+impl FailOn {
+    pub fn level(self) -> cudarace_analysis::Level {
+        match self {
+            FailOn::Error => cudarace_analysis::Level::Error,
+            FailOn::Warning => cudarace_analysis::Level::Warning,
+            FailOn::Info => cudarace_analysis::Level::Info,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -64,15 +85,39 @@ pub struct CheckArgs {
     #[arg(long, value_name = "NAME")]
     pub kernel: Option<String>,
 
-    /// Time limit of one solver query, in milliseconds.
-    #[arg(long, value_name = "N", default_value_t = 2000,
+    /// Time limit of one solver query, in milliseconds [default: 2000, or cudarace.toml's].
+    #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
-    pub timeout_ms: u64,
+    pub timeout_ms: Option<u64>,
 
-    /// Time limit for all solver queries of one kernel, in milliseconds.
-    #[arg(long, value_name = "N", default_value_t = 60_000,
+    /// Time limit for all solver queries of one kernel, in milliseconds [default: 60000, or
+    /// cudarace.toml's].
+    #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
-    pub kernel_timeout_ms: u64,
+    pub kernel_timeout_ms: Option<u64>,
+
+    /// The configuration file to use for every checked file, instead of the `cudarace.toml`
+    /// found in each file's folder or the nearest folder above it.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// Use no configuration file.
+    #[arg(long, conflicts_with = "config")]
+    pub no_config: bool,
+
+    /// The lowest level that makes the exit status 1 [default: `fail-on` in cudarace.toml, else
+    /// warning].
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub fail_on: Option<FailOn>,
+
+    /// Exit with status 0 even when something was found (usage and configuration errors still
+    /// exit with 2).
+    #[arg(long)]
+    pub exit_zero: bool,
+
+    /// Never show a progress bar (it is shown only on a terminal, for several files).
+    #[arg(long)]
+    pub no_progress: bool,
 
     /// Solver threads (default: the number of CPUs).
     #[arg(long, short = 'j', value_name = "N",
@@ -90,6 +135,13 @@ pub struct CheckArgs {
     /// Do not check pairs of threads in different blocks (global memory).
     #[arg(long)]
     pub no_grid_checks: bool,
+
+    /// Files checked at the same time [default: the cores not used by solver threads, at least
+    /// 1]. All files share one pool of `--jobs` solver threads, so more files at once does not
+    /// mean more solver threads; the output keeps the order of the files.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub file_jobs: Option<u64>,
 
     /// Colors in human output.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]

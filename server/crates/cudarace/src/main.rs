@@ -4,15 +4,34 @@ mod args;
 
 use args::{CheckArgs, Cli, ColorChoice, Command, Format};
 use clap::Parser;
+use cudarace_analysis::config::set_timeout;
 use cudarace_analysis::render::{self, HumanOptions};
-use cudarace_analysis::{analyze_path, collect_paths, Options, SolverPool, Summary};
+use cudarace_analysis::{analyze_path, collect_paths, Config, FileReport, Options, SolverPool};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Every kernel race-free and convergent.
+/// Files checked at the same time unless `--file-jobs` says otherwise: the cores the solver
+/// threads leave free, at least one. Measured on tests/fixtures (169 files, 2 cores, `-j 2`,
+/// debug build, two runs each): one file at a time took 9.6–10.0 s with 3–4 kernels timing out,
+/// two at a time 7.8–8.6 s with 5–6 (four: 8.1 s, 5). The solver's wall-clock limit is what
+/// suffers when front-end and planning threads compete with the solver threads for the cores,
+/// and verdicts should not depend on how many files are checked together; so files run in
+/// parallel only on cores the solver pool does not use.
+fn default_file_jobs(solver_threads: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.saturating_sub(solver_threads).max(1)
+}
+
+/// Nothing reported at the failing level (every kernel race-free and convergent by default).
 const EXIT_CLEAN: u8 = 0;
-/// Something found, undecided, or a file not analysed.
+/// Something reported at the failing level: a finding, an undecided kernel, an unused
+/// suppression, or a file not analysed.
 const EXIT_FINDINGS: u8 = 1;
 /// Usage or I/O error.
 const EXIT_USAGE: u8 = 2;
@@ -68,10 +87,15 @@ fn init_logging(flag: Option<&str>) {
         .try_init();
 }
 
-fn options(args: &CheckArgs) -> Options {
+/// The options of a file checked with `config`: the configuration's, then the command line's
+/// flags over them (stronger).
+fn options(args: &CheckArgs, config: &Arc<Config>) -> Options {
     let mut opts = Options::default();
-    opts.frontend.include_dirs = args.include_dirs.clone();
-    opts.frontend.defines = args.defines.clone();
+    config.apply(&mut opts);
+    opts.frontend
+        .include_dirs
+        .extend(args.include_dirs.iter().cloned());
+    opts.frontend.defines.extend(args.defines.iter().cloned());
     opts.kernel = args.kernel.clone();
     if let Some(b) = args.block_dim {
         opts.check.launch_override.block_dim = b.map(Some);
@@ -79,19 +103,73 @@ fn options(args: &CheckArgs) -> Options {
     if let Some(g) = args.grid_dim {
         opts.check.launch_override.grid_dim = g.map(Some);
     }
-    opts.check.grid_checks = !args.no_grid_checks;
-    // Keep the resource limit proportional to the time limit (the default pair is 2000 ms and
-    // 10M): with Debian's Z3 4.8.12 the rlimit is the bound that is always honoured.
-    let default = opts.check.limits;
-    opts.check.limits.timeout_ms = args.timeout_ms;
-    opts.check.limits.rlimit = (default.rlimit as u128 * args.timeout_ms as u128
-        / default.timeout_ms.max(1) as u128)
-        .clamp(1, u64::MAX as u128) as u64;
-    opts.budget.kernel_time = Duration::from_millis(args.kernel_timeout_ms);
+    if args.no_grid_checks {
+        opts.check.grid_checks = false;
+    }
+    if let Some(ms) = args.timeout_ms {
+        set_timeout(&mut opts.check.limits, ms);
+    }
+    if let Some(ms) = args.kernel_timeout_ms {
+        opts.budget.kernel_time = Duration::from_millis(ms);
+    }
     opts
 }
 
+/// Finds and loads the configuration of each file (`--config` for all of them), each file
+/// read once. Errors are rendered for stderr.
+struct Configs {
+    fixed: Option<Arc<Config>>,
+    none: bool,
+    loaded: HashMap<PathBuf, Arc<Config>>,
+    empty: Arc<Config>,
+}
+
+impl Configs {
+    fn new(args: &CheckArgs, color: bool) -> Result<Configs, String> {
+        let fixed = match &args.config {
+            Some(path) => Some(Arc::new(
+                Config::load(path).map_err(|e| render_config_error(&e, color))?,
+            )),
+            None => None,
+        };
+        Ok(Configs {
+            fixed,
+            none: args.no_config,
+            loaded: HashMap::new(),
+            empty: Arc::new(Config::default()),
+        })
+    }
+
+    fn for_file(&mut self, file: &Path, color: bool) -> Result<Arc<Config>, String> {
+        if let Some(c) = &self.fixed {
+            return Ok(c.clone());
+        }
+        if self.none {
+            return Ok(self.empty.clone());
+        }
+        let Some(path) = Config::discover(file) else {
+            return Ok(self.empty.clone());
+        };
+        if let Some(c) = self.loaded.get(&path) {
+            return Ok(c.clone());
+        }
+        let config = Arc::new(Config::load(&path).map_err(|e| render_config_error(&e, color))?);
+        self.loaded.insert(path, config.clone());
+        Ok(config)
+    }
+}
+
+fn render_config_error(e: &cudarace_analysis::ConfigError, color: bool) -> String {
+    render::config_error(e, &HumanOptions { color })
+}
+
 fn check(args: CheckArgs) -> ExitCode {
+    let stderr_color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let stderr_color = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => stderr_color,
+    };
     let paths = match collect_paths(&args.paths) {
         Ok(paths) => paths,
         Err(e) => {
@@ -99,25 +177,42 @@ fn check(args: CheckArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    if paths.is_empty() {
+    let mut configs = match Configs::new(&args, stderr_color) {
+        Ok(c) => c,
+        Err(rendered) => {
+            eprint!("{rendered}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    // Each file with its configuration; files found in folders may be excluded by it (files
+    // named on the command line are always checked).
+    let mut work: Vec<(PathBuf, Arc<Config>)> = Vec::with_capacity(paths.len());
+    for path in paths {
+        let config = match configs.for_file(&path, stderr_color) {
+            Ok(c) => c,
+            Err(rendered) => {
+                eprint!("{rendered}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        };
+        let named = args.paths.iter().any(|p| p == &path);
+        if !named && config.is_excluded(&path) {
+            tracing::info!(path = %path.display(), "excluded by the configuration");
+            continue;
+        }
+        work.push((path, config));
+    }
+    if work.is_empty() {
         eprintln!("cudarace: error: no CUDA files (.cu, .cuh) under the given paths");
         return ExitCode::from(EXIT_USAGE);
     }
-    let opts = options(&args);
     let workers = args.jobs.map(|j| j as usize).unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     });
     let pool = SolverPool::new(workers);
-    // Files one after the other: each kernel's queries already run in parallel on the pool, and
-    // analysing files concurrently too was measured slower to decide (more solver timeouts on
-    // tests/fixtures with 2 cores: 39 unknown kernels instead of 23).
-    let mut reports = Vec::with_capacity(paths.len());
-    for path in &paths {
-        tracing::info!(path = %path.display(), "checking");
-        reports.push(analyze_path(path, &opts, &pool));
-    }
+    let reports = check_files(&args, &work, &pool);
 
     let output = match args.format {
         Format::Human => {
@@ -153,12 +248,68 @@ fn check(args: CheckArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     }
-    let summary = Summary::of(&reports);
-    if summary.all_clean() {
-        ExitCode::from(EXIT_CLEAN)
-    } else {
+    let fail_on = args.fail_on.map(|f| f.level());
+    let failed = reports.iter().any(|r| r.fails(r.fail_on(fail_on)));
+    if failed && !args.exit_zero {
         ExitCode::from(EXIT_FINDINGS)
+    } else {
+        ExitCode::from(EXIT_CLEAN)
     }
+}
+
+/// Checks the files, `--file-jobs` at a time, and returns their reports in the order given.
+/// All files share the one solver pool, so the solver threads stay bounded by `--jobs`.
+fn check_files(
+    args: &CheckArgs,
+    work: &[(PathBuf, Arc<Config>)],
+    pool: &SolverPool,
+) -> Vec<FileReport> {
+    let progress = if !args.no_progress && work.len() > 1 && std::io::stderr().is_terminal() {
+        let bar =
+            ProgressBar::with_draw_target(Some(work.len() as u64), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template(
+            "{spinner} checking [{bar:30}] {pos}/{len} files, {elapsed} {wide_msg}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    // One set of options per configuration file.
+    let mut by_config: HashMap<usize, Options> = HashMap::new();
+    for (_, config) in work {
+        by_config
+            .entry(Arc::as_ptr(config) as usize)
+            .or_insert_with(|| options(args, config));
+    }
+    let check_one = |(path, config): &(PathBuf, Arc<Config>)| {
+        let opts = &by_config[&(Arc::as_ptr(config) as usize)];
+        tracing::info!(path = %path.display(), "checking");
+        progress.set_message(path.display().to_string());
+        let report = analyze_path(path, opts, pool);
+        progress.inc(1);
+        report
+    };
+    let file_jobs = args
+        .file_jobs
+        .map_or_else(|| default_file_jobs(pool.workers()), |j| j as usize);
+    let reports = if file_jobs <= 1 {
+        work.iter().map(check_one).collect()
+    } else {
+        match rayon::ThreadPoolBuilder::new()
+            .num_threads(file_jobs)
+            .build()
+        {
+            Ok(files_pool) => files_pool.install(|| work.par_iter().map(check_one).collect()),
+            Err(e) => {
+                tracing::warn!("no thread pool for files ({e}); checking one file at a time");
+                work.iter().map(check_one).collect()
+            }
+        }
+    };
+    progress.finish_and_clear();
+    reports
 }
 
 fn pretty(value: &serde_json::Value) -> String {

@@ -321,6 +321,34 @@ pub fn divergence_fix_candidates(text: &str, tree: &Tree, barrier: Span) -> Vec<
     }]
 }
 
+/// "Allow this data race here" (or barrier divergence): a `// cudarace: allow(…)` comment on a
+/// new line above the line of `at` (one of the finding's places), indented like that line, with
+/// the array for races and a `reason=` for the user to fill in.
+pub fn allow_candidate(text: &str, at: Span, finding: &Finding) -> Option<FixCandidate> {
+    if at.file.0 != 0 || at.start as usize > text.len() {
+        return None;
+    }
+    let start = at.start as usize;
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let indent = indent_at(text, start);
+    let (what, title) = match finding.kind {
+        FindingKind::DataRace => ("data-race", "Allow this data race here"),
+        FindingKind::BarrierDivergence => {
+            ("barrier-divergence", "Allow this barrier divergence here")
+        }
+    };
+    let array = match (&finding.kind, &finding.array) {
+        (FindingKind::DataRace, Some(a)) => format!(" array={a}"),
+        _ => String::new(),
+    };
+    let comment =
+        format!("{indent}// cudarace: allow({what}){array} reason=<why this is intended>\n");
+    Some(FixCandidate {
+        title: title.to_string(),
+        edits: vec![(line_start, line_start, comment)],
+    })
+}
+
 pub fn apply_edits(text: &str, edits: &[Edit]) -> String {
     let mut out = text.to_string();
     let mut sorted: Vec<&Edit> = edits.iter().collect();
@@ -647,6 +675,29 @@ mod tests {
         new.findings.clear();
         new.verdict = Verdict::RaceFree;
         assert!(fix_verified(&old, &target, &edits, &new));
+    }
+
+    #[test]
+    fn allow_comment_goes_above_the_line_with_its_indentation() {
+        let finding = race_report(TEXT).findings[0].clone();
+        let at = span_of(TEXT, "a[t + 1]");
+        let c = allow_candidate(TEXT, at, &finding).unwrap();
+        assert_eq!(c.title, "Allow this data race here");
+        let allowed = apply_edits(TEXT, &c.edits);
+        assert!(
+            allowed.contains("  int t = threadIdx.x;\n  // cudarace: allow(data-race) array=a reason=<why this is intended>\n  a[t] = a[t + 1];\n"),
+            "{allowed}"
+        );
+        // The inserted comment is a valid suppression covering the access's line.
+        let (d, n) = cudarace_analysis::suppress::scan(cudarace_ir::FileId(0), &allowed);
+        assert!(n.is_empty());
+        assert_eq!(d[0].target_line, 4);
+        let tabbed = "__global__ void k(int *a) {\n\tif (1) {\n\t\t__syncthreads();\n\t}\n}\n";
+        let mut divergence = finding;
+        divergence.kind = FindingKind::BarrierDivergence;
+        let c = allow_candidate(tabbed, span_of(tabbed, "__syncthreads()"), &divergence).unwrap();
+        assert!(apply_edits(tabbed, &c.edits)
+            .contains("\t\t// cudarace: allow(barrier-divergence) reason=<why this is intended>\n\t\t__syncthreads();"));
     }
 
     #[test]

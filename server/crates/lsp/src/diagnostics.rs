@@ -5,12 +5,14 @@
 //! pointing back. `unknown`/`unsupported` kernels get a Hint on the kernel name with the reason.
 
 use crate::document::{Document, LineIndex16};
+use crate::pipeline::{Config, Level, Notice, Suppression};
 use crate::settings::Settings;
+use cudarace_analysis::suppress::UNUSED_SUPPRESSION;
 use cudarace_ir::{Confidence, Finding, FindingKind, KernelReport, SourceFile, Span, Verdict};
 use serde_json::json;
 use tower_lsp_server::ls_types::{
-    Diagnostic, DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Range,
-    Uri,
+    Diagnostic, DiagnosticRelatedInformation, DiagnosticSeverity, DiagnosticTag, Location,
+    NumberOrString, Range, Uri,
 };
 
 pub const SOURCE: &str = "cudarace";
@@ -51,11 +53,51 @@ impl SpanResolver<'_> {
     }
 }
 
-pub fn severity(finding: &Finding, settings: &Settings) -> DiagnosticSeverity {
-    match finding.confidence {
-        Confidence::Definite => DiagnosticSeverity::WARNING,
-        Confidence::Possible => settings.possible_severity.lsp(),
+/// The editor's severity of a configured level (`off`: no diagnostic).
+pub fn lsp_severity(level: Level) -> Option<DiagnosticSeverity> {
+    match level {
+        Level::Error => Some(DiagnosticSeverity::ERROR),
+        Level::Warning => Some(DiagnosticSeverity::WARNING),
+        Level::Info => Some(DiagnosticSeverity::INFORMATION),
+        Level::Off => None,
     }
+}
+
+/// A finding's severity: cudarace.toml's `[severity]` where it sets one, else the editor's
+/// defaults (definite: Warning; possible: the `possibleSeverity` setting). `None`: not shown.
+pub fn severity(
+    finding: &Finding,
+    settings: &Settings,
+    config: &Config,
+) -> Option<DiagnosticSeverity> {
+    match config.severity.configured(finding.kind, finding.confidence) {
+        Some(level) => lsp_severity(level),
+        None => Some(match finding.confidence {
+            Confidence::Definite => DiagnosticSeverity::WARNING,
+            Confidence::Possible => settings.possible_severity.lsp(),
+        }),
+    }
+}
+
+/// Unused and malformed suppression comments: Warning unless cudarace.toml says otherwise;
+/// unused ones are marked unnecessary (editors fade them).
+pub fn notice_diagnostics(notices: &[Notice], doc: &Document, config: &Config) -> Vec<Diagnostic> {
+    let Some(severity) = lsp_severity(config.severity.unused_suppression_level()) else {
+        return vec![];
+    };
+    notices
+        .iter()
+        .filter(|n| n.span.file.0 == 0)
+        .map(|n| Diagnostic {
+            range: doc.range(n.span),
+            severity: Some(severity),
+            code: Some(NumberOrString::String(n.code.to_string())),
+            source: Some(SOURCE.to_string()),
+            message: n.message.clone(),
+            tags: (n.code == UNUSED_SUPPRESSION).then(|| vec![DiagnosticTag::UNNECESSARY]),
+            ..Default::default()
+        })
+        .collect()
 }
 
 fn finding_message(finding: &Finding) -> String {
@@ -66,14 +108,23 @@ fn finding_message(finding: &Finding) -> String {
     message
 }
 
+/// The diagnostics of one kernel. `suppressed` is parallel to `report.findings` (see
+/// [`crate::pipeline::assess`]); suppressed findings get no diagnostic.
 pub fn kernel_diagnostics(
     report: &KernelReport,
+    suppressed: &[Option<Suppression>],
     resolver: &SpanResolver<'_>,
     settings: &Settings,
+    config: &Config,
 ) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::new();
     for (i, finding) in report.findings.iter().enumerate() {
-        let severity = severity(finding, settings);
+        if suppressed.get(i).is_some_and(Option::is_some) {
+            continue;
+        }
+        let Some(severity) = severity(finding, settings, config) else {
+            continue;
+        };
         let code = Some(NumberOrString::String(finding.kind.code().to_string()));
         let data = Some(json!({ "kernel": report.name, "finding": i }));
         let related: Vec<DiagnosticRelatedInformation> = finding
@@ -127,11 +178,17 @@ pub fn kernel_diagnostics(
             }
         }
     }
-    if matches!(report.verdict, Verdict::Unknown | Verdict::Unsupported) {
+    let unverified = match config.severity.unverified {
+        Some(level) => lsp_severity(level),
+        None => Some(DiagnosticSeverity::HINT),
+    };
+    if let (Some(unverified), Verdict::Unknown | Verdict::Unsupported) =
+        (unverified, report.verdict)
+    {
         let reason = report.reason.as_deref().unwrap_or("no reason given");
         out.push(Diagnostic {
             range: resolver.doc.range(report.name_span),
-            severity: Some(DiagnosticSeverity::HINT),
+            severity: Some(unverified),
             code: Some(NumberOrString::String(report.verdict.as_str().to_string())),
             source: Some(SOURCE.to_string()),
             message: format!(
@@ -234,7 +291,13 @@ pub(crate) mod tests {
             doc: &doc,
             files: &[],
         };
-        let diags = kernel_diagnostics(&race_report(TEXT), &resolver, &Settings::default());
+        let diags = kernel_diagnostics(
+            &race_report(TEXT),
+            &[],
+            &resolver,
+            &Settings::default(),
+            &Config::default(),
+        );
         assert_eq!(diags.len(), 2);
         let d = &diags[0];
         assert_eq!(d.range.start.line, 3);
@@ -267,7 +330,13 @@ pub(crate) mod tests {
         let mut report = race_report(TEXT);
         report.findings[0].confidence = Confidence::Possible;
         report.findings[0].confidence_reason = "the index depends on data read from `perm`".into();
-        let diags = kernel_diagnostics(&report, &resolver, &Settings::default());
+        let diags = kernel_diagnostics(
+            &report,
+            &[],
+            &resolver,
+            &Settings::default(),
+            &Config::default(),
+        );
         assert_eq!(diags[0].severity, Some(DiagnosticSeverity::INFORMATION));
         assert!(diags[0]
             .message
@@ -277,7 +346,7 @@ pub(crate) mod tests {
             ..Settings::default()
         };
         assert_eq!(
-            kernel_diagnostics(&report, &resolver, &hint)[0].severity,
+            kernel_diagnostics(&report, &[], &resolver, &hint, &Config::default())[0].severity,
             Some(DiagnosticSeverity::HINT)
         );
     }
@@ -295,7 +364,13 @@ pub(crate) mod tests {
         report.findings.clear();
         report.verdict = Verdict::Unknown;
         report.reason = Some("solver timeout".into());
-        let diags = kernel_diagnostics(&report, &resolver, &Settings::default());
+        let diags = kernel_diagnostics(
+            &report,
+            &[],
+            &resolver,
+            &Settings::default(),
+            &Config::default(),
+        );
         assert_eq!(diags.len(), 1);
         assert_eq!(diags[0].severity, Some(DiagnosticSeverity::HINT));
         assert_eq!(diags[0].range, doc.range(report.name_span));
@@ -315,7 +390,14 @@ pub(crate) mod tests {
         report.findings[0].related[0].span = report.findings[0].span;
         report.findings.push(report.findings[0].clone());
         assert_eq!(
-            kernel_diagnostics(&report, &resolver, &Settings::default()).len(),
+            kernel_diagnostics(
+                &report,
+                &[],
+                &resolver,
+                &Settings::default(),
+                &Config::default()
+            )
+            .len(),
             1
         );
     }

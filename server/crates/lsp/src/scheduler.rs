@@ -9,7 +9,8 @@ use crate::cache::{kernel_fingerprint, AnswerCache, ReportCache};
 use crate::inflight::{Inflight, Slot};
 use crate::pipeline::tree_sitter::Tree;
 use crate::pipeline::{
-    finish_kernel, lower, plan_kernel, Answer, CancelToken, Options, Query, SolverPool,
+    finish_kernel, kernel_check_options, lower, plan_kernel, Answer, CancelToken, Options, Query,
+    SolverPool,
 };
 use cudarace_ir::{FileIr, Kernel, KernelReport, SourceFile, Verdict};
 use std::collections::HashMap;
@@ -175,7 +176,8 @@ pub fn run_check(
         if only.is_some_and(|o| o != key) {
             continue;
         }
-        let fingerprint = kernel_fingerprint(&file, kernel, &opts.check);
+        // Per-kernel launch sizes from cudarace.toml are part of what the kernel is checked with.
+        let fingerprint = kernel_fingerprint(&file, kernel, &kernel_check_options(opts, kernel));
         let cached = engine.reports.get(fingerprint, kernel.span.start);
         if let Some(report) = &cached {
             totals.kernels_from_cache += 1;
@@ -203,7 +205,8 @@ pub fn run_check(
     let mut plans = Vec::new();
     for (kernel, key, fingerprint) in todo {
         let plan_started = Instant::now();
-        match catch_unwind(AssertUnwindSafe(|| plan_kernel(&file, kernel, &opts.check))) {
+        let check = kernel_check_options(opts, kernel);
+        match catch_unwind(AssertUnwindSafe(|| plan_kernel(&file, kernel, &check))) {
             Ok(plan) => plans.push((kernel, key, fingerprint, plan, plan_started.elapsed())),
             Err(_) => emit(CheckEvent::Kernel {
                 key,

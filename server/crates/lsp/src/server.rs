@@ -6,13 +6,15 @@
 //! loop as messages; nothing on the main loop waits on a solver.
 
 use crate::code_action::{
-    divergence_fix_candidates, fix_action, race_fix_candidates, same_warp, Edit, Verification,
-    VerifyJob,
+    allow_candidate, divergence_fix_candidates, fix_action, race_fix_candidates, same_warp, Edit,
+    Verification, VerifyJob,
 };
-use crate::diagnostics::{kernel_diagnostics, SpanResolver};
+use crate::diagnostics::{kernel_diagnostics, notice_diagnostics, SpanResolver};
+use crate::document::LineIndex16;
 use crate::document::{is_cuda, ByteEdit, Document};
 use crate::hover::{finding_markdown, kernel_markdown};
 use crate::pipeline::CancelToken;
+use crate::pipeline::{assess, Config, ConfigError, CONFIG_FILE_NAME};
 use crate::scheduler::{run_check, CheckEvent, CheckInput, CheckTotals, Engine};
 use crate::settings::Settings;
 use crate::stats::{DocumentStats, RunningTotals, StatsParams};
@@ -20,7 +22,7 @@ use cudarace_ir::{FindingKind, KernelReport, SourceFile, Span};
 use futures::future::FutureExt;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -35,6 +37,8 @@ const PROGRESS_AFTER: Duration = Duration::from_millis(300);
 pub(crate) struct PendingAction {
     action: CodeAction,
     verified: Verification,
+    /// Verified fixes may be the preferred action; "allow" comments never are.
+    preferable: bool,
 }
 
 pub(crate) enum Msg {
@@ -44,6 +48,7 @@ pub(crate) enum Msg {
     DidChange(DidChangeTextDocumentParams),
     DidClose(DidCloseTextDocumentParams),
     DidChangeConfiguration(Value),
+    DidChangeWatchedFiles(DidChangeWatchedFilesParams),
     Hover(TextDocumentPositionParams, oneshot::Sender<Option<Hover>>),
     CodeAction(Box<CodeActionParams>, oneshot::Sender<Vec<PendingAction>>),
     /// The stats, the generation of the check running now (if any) and a watch of the last
@@ -151,6 +156,10 @@ impl LanguageServer for Server {
         self.send(Msg::DidChangeConfiguration(params.settings));
     }
 
+    async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        self.send(Msg::DidChangeWatchedFiles(params));
+    }
+
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
         self.ask(|tx| Msg::Hover(params.text_document_position_params, tx))
             .await
@@ -159,14 +168,17 @@ impl LanguageServer for Server {
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
         let pending = self.ask(|tx| Msg::CodeAction(Box::new(params), tx)).await?;
         let mut out = Vec::new();
+        let mut preferred_given = false;
         // Verification runs in the background; a cancelled request just stops waiting here.
         for p in pending {
             if p.verified.await {
-                out.push(CodeActionOrCommand::CodeAction(p.action));
+                let mut action = p.action;
+                if p.preferable && !preferred_given {
+                    action.is_preferred = Some(true);
+                    preferred_given = true;
+                }
+                out.push(CodeActionOrCommand::CodeAction(action));
             }
-        }
-        if let Some(CodeActionOrCommand::CodeAction(first)) = out.first_mut() {
-            first.is_preferred = Some(true);
         }
         Ok(Some(out))
     }
@@ -201,6 +213,9 @@ struct DocState {
     /// Verifications of fix candidates for the current version.
     fixes: HashMap<(Vec<Edit>, Span), Verification>,
     fix_cancel: CancelToken,
+    /// The configuration the running (or last) check used: its severities and suppression
+    /// settings apply to what is published.
+    config: Arc<Config>,
 }
 
 struct State {
@@ -212,6 +227,16 @@ struct State {
     progress_supported: bool,
     next_generation: u64,
     settings_error: Option<String>,
+    /// The workspace root (from `workspaceFolders` or `rootUri`): documents without a path of
+    /// their own use its `cudarace.toml`.
+    root: Option<PathBuf>,
+    /// Whether the client lets us register a file watcher for `cudarace.toml`.
+    watch_supported: bool,
+    /// Configuration files read so far (cleared when one changes on disk).
+    configs: HashMap<PathBuf, std::result::Result<Arc<Config>, ConfigError>>,
+    /// Configuration files whose errors are to be published (diagnostics on the file itself;
+    /// an empty list clears them).
+    config_diagnostics: HashMap<PathBuf, Vec<Diagnostic>>,
 }
 
 impl State {
@@ -226,12 +251,83 @@ impl State {
             progress_supported: false,
             next_generation: 0,
             settings_error: None,
+            root: None,
+            watch_supported: false,
+            configs: HashMap::new(),
+            config_diagnostics: HashMap::new(),
         }
     }
 
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
         while let Some(msg) = rx.recv().await {
             self.handle(msg).await;
+            self.publish_config_diagnostics().await;
+        }
+    }
+
+    /// The configuration of a document: the `cudarace.toml` in its folder or the nearest one
+    /// above, else the workspace root's. A file that cannot be used is reported on itself and
+    /// the defaults apply.
+    fn config_for(&mut self, path: Option<&Path>) -> Arc<Config> {
+        let found = path.and_then(Config::discover).or_else(|| {
+            let at_root = self.root.as_ref()?.join(CONFIG_FILE_NAME);
+            at_root.is_file().then_some(at_root)
+        });
+        let Some(file) = found else {
+            return Arc::new(Config::default());
+        };
+        if !self.configs.contains_key(&file) {
+            let loaded = Config::load(&file).map(Arc::new);
+            let diagnostics = match &loaded {
+                Ok(_) => vec![],
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    vec![config_error_diagnostic(e)]
+                }
+            };
+            self.config_diagnostics.insert(file.clone(), diagnostics);
+            self.configs.insert(file.clone(), loaded);
+        }
+        match &self.configs[&file] {
+            Ok(config) => config.clone(),
+            Err(_) => Arc::new(Config::default()),
+        }
+    }
+
+    async fn publish_config_diagnostics(&mut self) {
+        for (file, diagnostics) in std::mem::take(&mut self.config_diagnostics) {
+            if let Some(uri) = Uri::from_file_path(&file) {
+                if let Some(first) = diagnostics.first() {
+                    self.client
+                        .show_message(MessageType::WARNING, first.message.clone())
+                        .await;
+                }
+                self.client
+                    .publish_diagnostics(uri, diagnostics, None)
+                    .await;
+            }
+        }
+    }
+
+    /// A `cudarace.toml` changed on disk: read configurations again and re-check every open
+    /// document.
+    async fn did_change_watched_files(&mut self, params: DidChangeWatchedFilesParams) {
+        let touches_config = params
+            .changes
+            .iter()
+            .any(|c| c.uri.path().as_str().ends_with(CONFIG_FILE_NAME));
+        if !touches_config {
+            return;
+        }
+        // Files that had errors get their diagnostics cleared or renewed when read again.
+        for (file, result) in self.configs.drain() {
+            if result.is_err() {
+                self.config_diagnostics.insert(file, vec![]);
+            }
+        }
+        let uris: Vec<Uri> = self.docs.keys().cloned().collect();
+        for uri in uris {
+            self.start_job(&uri);
         }
     }
 
@@ -243,6 +339,9 @@ impl State {
             Msg::Initialized => {
                 if let Some(err) = self.settings_error.take() {
                     self.client.show_message(MessageType::WARNING, err).await;
+                }
+                if self.watch_supported {
+                    self.register_config_watcher();
                 }
             }
             Msg::DidOpen(p) => self.did_open(p),
@@ -257,6 +356,7 @@ impl State {
                 }
             }
             Msg::DidChangeConfiguration(value) => self.did_change_configuration(value).await,
+            Msg::DidChangeWatchedFiles(p) => self.did_change_watched_files(p).await,
             Msg::Hover(p, reply) => {
                 let _ = reply.send(self.hover(&p));
             }
@@ -296,6 +396,21 @@ impl State {
             .as_ref()
             .and_then(|w| w.work_done_progress)
             .unwrap_or(false);
+        self.watch_supported = params
+            .capabilities
+            .workspace
+            .as_ref()
+            .and_then(|w| w.did_change_watched_files.as_ref())
+            .and_then(|w| w.dynamic_registration)
+            .unwrap_or(false);
+        #[allow(deprecated)] // `rootUri` is what older clients send.
+        let root_uri = params
+            .workspace_folders
+            .as_ref()
+            .and_then(|f| f.first())
+            .map(|f| f.uri.clone())
+            .or(params.root_uri.clone());
+        self.root = root_uri.and_then(|u| u.to_file_path().map(|p| p.into_owned()));
         InitializeResult {
             capabilities: ServerCapabilities {
                 position_encoding: Some(PositionEncodingKind::UTF16),
@@ -321,6 +436,31 @@ impl State {
             }),
             ..Default::default()
         }
+    }
+
+    /// Asks the client to tell us about changes to `cudarace.toml` files (in the background:
+    /// the main loop does not wait for the client's answer).
+    fn register_config_watcher(&self) {
+        let options = DidChangeWatchedFilesRegistrationOptions {
+            watchers: vec![FileSystemWatcher {
+                glob_pattern: GlobPattern::String(format!("**/{CONFIG_FILE_NAME}")),
+                kind: None,
+            }],
+        };
+        let Ok(register_options) = serde_json::to_value(options) else {
+            return;
+        };
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            let registration = Registration {
+                id: "cudarace-config-watcher".into(),
+                method: "workspace/didChangeWatchedFiles".into(),
+                register_options: Some(register_options),
+            };
+            if let Err(e) = client.register_capability(vec![registration]).await {
+                tracing::warn!("could not watch {CONFIG_FILE_NAME} files: {e}");
+            }
+        });
     }
 
     /// Returns whether the settings changed.
@@ -382,6 +522,7 @@ impl State {
             last_published: None,
             fixes: HashMap::new(),
             fix_cancel: CancelToken::new(),
+            config: Arc::new(Config::default()),
         };
         if let Some(mut old) = self.docs.insert(item.uri.clone(), state) {
             cancel_job(&mut old);
@@ -411,9 +552,15 @@ impl State {
     }
 
     fn start_job(&mut self, uri: &Uri) {
+        let Some(path) = self.docs.get(uri).map(|d| d.path.clone()) else {
+            return;
+        };
+        let config = self.config_for(path.as_deref());
+        let options = self.settings.options_with(&config);
         let Some(d) = self.docs.get_mut(uri) else {
             return;
         };
+        d.config = config;
         cancel_job(d);
         self.next_generation += 1;
         let generation = self.next_generation;
@@ -422,7 +569,7 @@ impl State {
             path: d.path.clone(),
             text: d.doc.snapshot(),
             tree: d.doc.tree().clone(),
-            options: self.settings.options(),
+            options,
         };
         d.job = Some(RunningJob {
             generation,
@@ -564,11 +711,32 @@ impl State {
             doc: &d.doc,
             files: &d.files,
         };
-        let diagnostics: Vec<Diagnostic> = d
-            .shown
-            .iter()
-            .flat_map(|s| kernel_diagnostics(&s.report, &resolver, &self.settings))
-            .collect();
+        // Suppressions are read from the current text (the shown reports follow it), with the
+        // analysis' own function, as the command line does.
+        let mut files: Vec<SourceFile> = d.files.as_ref().clone();
+        let current = SourceFile {
+            path: d.path.clone(),
+            text: d.doc.snapshot(),
+        };
+        match files.first_mut() {
+            Some(first) => *first = current,
+            None => files.push(current),
+        }
+        let reports: Vec<KernelReport> = d.shown.iter().map(|s| s.report.clone()).collect();
+        let complete = d.job.is_none() && d.checked_version == Some(d.doc.version);
+        let assessment = assess(&files, &reports, &d.config, complete);
+        let mut diagnostics: Vec<Diagnostic> =
+            notice_diagnostics(&assessment.notices, &d.doc, &d.config);
+        for (i, report) in reports.iter().enumerate() {
+            let suppressed = assessment.suppressed.get(i).map_or(&[][..], Vec::as_slice);
+            diagnostics.extend(kernel_diagnostics(
+                report,
+                suppressed,
+                &resolver,
+                &self.settings,
+                &d.config,
+            ));
+        }
         let version = d.doc.version;
         let repeat = match &d.last_published {
             Some((v, previous)) => *previous == diagnostics && (!last || *v == version),
@@ -622,11 +790,41 @@ impl State {
         let start = d.doc.offset(p.range.start) as u32;
         let end = d.doc.offset(p.range.end) as u32;
         let touches = |s: Span| s.file.0 == 0 && s.start <= end && start <= s.end;
-        let options = self.settings.options();
+        // The same options as the document's check, so that verification reuses its results.
+        let options = self.settings.options_with(&d.config);
         let mut out = Vec::new();
+        let mut allows = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for shown in &d.shown {
             for finding in &shown.report.findings {
+                // "Allow this … here": a suppression comment above the line the cursor is on.
+                let mut places = std::iter::once(finding.span).chain(
+                    (finding.kind == FindingKind::DataRace)
+                        .then(|| finding.related.first().map(|r| r.span))
+                        .flatten(),
+                );
+                if let Some(at) = places.find(|s| touches(*s)) {
+                    if let Some(candidate) = allow_candidate(d.doc.text(), at, finding) {
+                        if seen.insert(candidate.edits.clone()) {
+                            let code = NumberOrString::String(finding.kind.code().to_string());
+                            let range = d.doc.range(at);
+                            let diagnostics: Vec<Diagnostic> = p
+                                .context
+                                .diagnostics
+                                .iter()
+                                .filter(|diag| {
+                                    diag.code.as_ref() == Some(&code) && diag.range == range
+                                })
+                                .cloned()
+                                .collect();
+                            allows.push(PendingAction {
+                                action: fix_action(uri, &d.doc, &candidate, diagnostics),
+                                verified: futures::future::ready(true).boxed().shared(),
+                                preferable: false,
+                            });
+                        }
+                    }
+                }
                 let candidates = match (finding.kind, finding.related.first()) {
                     (FindingKind::DataRace, Some(other))
                         if touches(finding.span) || touches(other.span) =>
@@ -702,10 +900,12 @@ impl State {
                     out.push(PendingAction {
                         action: fix_action(uri, &d.doc, &candidate, diagnostics),
                         verified,
+                        preferable: true,
                     });
                 }
             }
         }
+        out.extend(allows);
         out
     }
 }
@@ -734,5 +934,25 @@ fn stats_of(uri: &Uri, d: &DocState, engine: &Engine) -> DocumentStats {
         total: d.total,
         publish_count: d.publish_count,
         server_queries_submitted: engine.inflight.submitted(),
+    }
+}
+
+/// A configuration error as a diagnostic on the configuration file.
+fn config_error_diagnostic(e: &ConfigError) -> Diagnostic {
+    let range = match &e.span {
+        Some(span) => LineIndex16::new(&e.text).range(&e.text, span.start, span.end),
+        None => Range::default(),
+    };
+    let mut message = format!("invalid {CONFIG_FILE_NAME}: {}", e.message);
+    if let Some(help) = &e.help {
+        message.push_str(&format!(" ({help})"));
+    }
+    Diagnostic {
+        range,
+        severity: Some(DiagnosticSeverity::ERROR),
+        code: Some(NumberOrString::String("config".into())),
+        source: Some(crate::diagnostics::SOURCE.to_string()),
+        message,
+        ..Default::default()
     }
 }

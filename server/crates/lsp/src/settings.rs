@@ -7,11 +7,13 @@
 //!   "includeDirs": ["/path/include"], "defines": ["TILE=16", "DEBUG"] }
 //! ```
 
-use crate::pipeline::{CheckOptions, FrontendOptions, Limits, Options};
+use crate::pipeline::{CheckOptions, FrontendOptions, Options};
+use cudarace_analysis::config::{set_timeout, Config};
 use cudarace_ir::LaunchConfig;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::PathBuf;
+use std::sync::Arc;
 use tower_lsp_server::ls_types::DiagnosticSeverity;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -44,12 +46,12 @@ pub struct Settings {
     pub grid_dim: Option<Vec<u64>>,
     /// Severity of findings that depend on an unknown value.
     pub possible_severity: SeverityName,
-    /// Per solver call.
-    pub timeout_ms: u64,
+    /// Per solver call; absent: cudarace.toml's `[solver] timeout-ms`, else 2000.
+    pub timeout_ms: Option<u64>,
     /// Solver worker threads; default: available cores.
     pub workers: Option<usize>,
-    /// Cross-block checks of global memory.
-    pub grid_checks: bool,
+    /// Cross-block checks of global memory; absent: cudarace.toml's, else on.
+    pub grid_checks: Option<bool>,
     /// `tracing` filter for the server's stderr log (e.g. `info`, `cudarace_lsp=debug`).
     pub log_level: Option<String>,
     /// Like a compiler's `-I`: searched for `#include "…"` after the file's own directory.
@@ -64,9 +66,9 @@ impl Default for Settings {
             block_dim: None,
             grid_dim: None,
             possible_severity: SeverityName::Information,
-            timeout_ms: Limits::default().timeout_ms,
+            timeout_ms: None,
             workers: None,
-            grid_checks: true,
+            grid_checks: None,
             log_level: None,
             include_dirs: vec![],
             defines: vec![],
@@ -110,7 +112,7 @@ impl Settings {
         {
             return Err("invalid cudarace settings: a define needs a name".into());
         }
-        if self.timeout_ms == 0 {
+        if self.timeout_ms == Some(0) {
             return Err("invalid cudarace settings: timeoutMs must be positive".into());
         }
         Ok(())
@@ -147,17 +149,22 @@ impl Settings {
         }
     }
 
+    /// The check options from these settings alone (no configuration file).
     pub fn check_options(&self) -> CheckOptions {
-        let mut opts = CheckOptions {
-            launch_override: self.launch_override(),
-            ..Default::default()
-        };
-        opts.limits.timeout_ms = self.timeout_ms;
-        opts.grid_checks = self.grid_checks;
-        opts
+        self.options().check
     }
 
+    /// The options from these settings alone (no configuration file).
     pub fn options(&self) -> Options {
+        self.options_with(&Arc::new(Config::default()))
+    }
+
+    /// The options of a document checked with `config` (its workspace's `cudarace.toml`): the
+    /// configuration's, then these settings over them (the editor's settings are stronger,
+    /// like the command line's flags).
+    pub fn options_with(&self, config: &Arc<Config>) -> Options {
+        let mut opts = Options::default();
+        config.apply(&mut opts);
         let defines = self
             .defines
             .iter()
@@ -170,11 +177,16 @@ impl Settings {
             include_dirs: self.include_dirs.clone(),
             defines,
         };
-        Options {
-            frontend,
-            check: self.check_options(),
-            ..Default::default()
+        opts.frontend.include_dirs.extend(frontend.include_dirs);
+        opts.frontend.defines.extend(frontend.defines);
+        opts.check.launch_override = self.launch_override();
+        if let Some(ms) = self.timeout_ms {
+            set_timeout(&mut opts.check.limits, ms);
         }
+        if let Some(g) = self.grid_checks {
+            opts.check.grid_checks = g;
+        }
+        opts
     }
 }
 
@@ -189,7 +201,7 @@ mod tests {
         assert_eq!(s, Settings::default());
         assert!(s.worker_count() >= 1);
         assert!(s.launch_override().is_empty());
-        assert!(s.grid_checks);
+        assert!(s.check_options().grid_checks);
         assert_eq!(s.possible_severity.lsp(), DiagnosticSeverity::INFORMATION);
     }
 
@@ -218,6 +230,43 @@ mod tests {
         );
         assert_eq!(frontend.include_dirs, vec![PathBuf::from("/inc")]);
         assert_eq!(bare.launch_override().grid_dim, [Some(4), Some(2), Some(1)]);
+    }
+
+    #[test]
+    fn editor_settings_are_stronger_than_cudarace_toml() {
+        let config = Arc::new(
+            Config::parse(
+                std::path::Path::new("/p/cudarace.toml"),
+                "[launch]\nblock-dim = [128]\ngrid-dim = [8]\n[frontend]\ninclude = [\"inc\"]\ndefine = [\"A=1\"]\n[solver]\ntimeout-ms = 700\ngrid-checks = false\n",
+            )
+            .unwrap(),
+        );
+        // Nothing set in the editor: the file's values.
+        let opts = Settings::default().options_with(&config);
+        assert_eq!(opts.check.limits.timeout_ms, 700);
+        assert!(!opts.check.grid_checks);
+        assert_eq!(opts.frontend.include_dirs, vec![PathBuf::from("/p/inc")]);
+        assert!(opts.config.launch_for("k").block_dim[0] == Some(128));
+        // The launch sizes of the file are per kernel (applied when planning), not an override.
+        assert!(opts.check.launch_override.is_empty());
+        // Editor settings win where they are set, and add to the file's lists.
+        let s = Settings::from_json(
+            &json!({"timeoutMs": 300, "gridChecks": true, "blockDim": [32],
+                                            "includeDirs": ["/e"], "defines": ["B"]}),
+        )
+        .unwrap();
+        let opts = s.options_with(&config);
+        assert_eq!(opts.check.limits.timeout_ms, 300);
+        assert!(opts.check.grid_checks);
+        assert_eq!(
+            opts.check.launch_override.block_dim,
+            [Some(32), Some(1), Some(1)]
+        );
+        assert_eq!(
+            opts.frontend.include_dirs,
+            vec![PathBuf::from("/p/inc"), PathBuf::from("/e")]
+        );
+        assert_eq!(opts.frontend.defines.len(), 2);
     }
 
     #[test]

@@ -106,6 +106,17 @@ fn diags_of(published: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// The code actions that change the code (not "Allow this … here").
+fn fixes(actions: &Value) -> Vec<Value> {
+    actions
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter(|a| !a["title"].as_str().unwrap_or("").starts_with("Allow this"))
+        .cloned()
+        .collect()
+}
+
 fn races(published: &Value) -> Vec<Value> {
     diags_of(published)
         .into_iter()
@@ -281,7 +292,17 @@ async fn no_fix_where_it_would_add_divergence() {
                 json!({"textDocument": {"uri": uri}, "range": race["range"], "context": {"diagnostics": [race]}}),
             )
             .await;
-        assert_eq!(actions, json!([]), "a barrier in the branch would diverge");
+        // Only the "allow" action: every barrier in the branch would diverge.
+        assert_eq!(
+            fixes(&actions),
+            Vec::<Value>::new(),
+            "a barrier in the branch would diverge"
+        );
+        assert!(actions
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["title"] == "Allow this data race here"));
     }
     c.shutdown().await;
 }
@@ -310,12 +331,18 @@ async fn divergent_barrier_is_flagged_and_moved_out() {
             json!({"textDocument": {"uri": uri}, "range": d["range"], "context": {"diagnostics": [d]}}),
         )
         .await;
-    let actions = actions.as_array().expect("actions");
+    let all = actions.as_array().expect("actions").clone();
+    let actions = fixes(&actions);
     assert_eq!(actions.len(), 1, "{actions:#?}");
     assert!(actions[0]["title"]
         .as_str()
         .unwrap()
         .starts_with("Move `__syncthreads()` after"));
+    assert_eq!(actions[0]["isPreferred"], true);
+    assert_eq!(
+        all.last().unwrap()["title"],
+        "Allow this barrier divergence here"
+    );
     let edits = actions[0]["edit"]["documentChanges"][0]["edits"]
         .as_array()
         .unwrap()
@@ -639,5 +666,153 @@ async fn superseded_checks_hand_over_their_queries() {
     assert_eq!(submitted, expected, "every query submitted once");
     assert_eq!(edited["diagnostics"], once["diagnostics"]);
     fresh.shutdown().await;
+    c.shutdown().await;
+}
+
+/// "Allow this data race here" inserts an indented suppression comment above the access's
+/// line; after it, the race is no longer shown (and the comment is not reported as unused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_action_suppresses_the_race() {
+    const RACY: &str = "__global__ void shift(int *out) {\n    __shared__ int s[256];\n    int t = threadIdx.x;\n    s[t] = t;\n    if (t < 8) {\n        out[blockIdx.x * blockDim.x + t] = s[t + 1];\n    }\n}\n";
+    let uri = "file:///work/test/allow.cu";
+    let mut c = Client::initialized(json!({"blockDim": [256], "gridDim": [4]})).await;
+    c.open(uri, RACY);
+    let published = c.diagnostics(uri).await;
+    let read = range_of(RACY, "s[t + 1]", 0);
+    let race = races(&published)
+        .into_iter()
+        .find(|d| d["range"] == read)
+        .expect("a squiggle on the read");
+    let actions = c
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": race["range"], "context": {"diagnostics": [race]}}),
+        )
+        .await;
+    let actions = actions.as_array().expect("actions").clone();
+    let allow = actions
+        .iter()
+        .find(|a| a["title"] == "Allow this data race here")
+        .unwrap_or_else(|| panic!("an allow action: {actions:#?}"))
+        .clone();
+    assert_eq!(allow["kind"], "quickfix");
+    assert_ne!(
+        allow["isPreferred"], true,
+        "a verified fix is preferred over allowing"
+    );
+    assert_eq!(allow["diagnostics"][0]["range"], read);
+    let edits = allow["edit"]["documentChanges"][0]["edits"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let allowed = apply_edits(RACY, &edits);
+    assert!(
+        allowed.contains(
+            "    if (t < 8) {\n        // cudarace: allow(data-race) array=s reason=<why this is intended>\n        out[blockIdx.x * blockDim.x + t] = s[t + 1];"
+        ),
+        "{allowed}"
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": allowed}]}),
+    );
+    let after = c.diagnostics(uri).await;
+    assert!(races(&after).is_empty(), "{after:#}");
+    assert!(
+        diags_of(&after)
+            .iter()
+            .all(|d| d["code"] != "unused-suppression"),
+        "{after:#}"
+    );
+    // Removing the race leaves the comment unused: it is reported, faded.
+    let fixed = allowed.replace("s[t + 1]", "s[t]");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"text": fixed}]}),
+    );
+    let after = c.diagnostics(uri).await;
+    let unused: Vec<Value> = diags_of(&after)
+        .into_iter()
+        .filter(|d| d["code"] == "unused-suppression")
+        .collect();
+    assert_eq!(unused.len(), 1, "{after:#}");
+    assert_eq!(unused[0]["tags"], json!([1]));
+    c.shutdown().await;
+}
+
+/// The workspace's cudarace.toml sets severities; the server watches it and re-checks open
+/// documents when it changes; a bad file is reported on itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspace_config_is_read_and_watched() {
+    let dir = std::env::temp_dir().join(format!("cudarace-lsp-config-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let toml = dir.join("cudarace.toml");
+    std::fs::write(
+        &toml,
+        "[severity]\ndata-race = \"error\"\n[launch]\nblock-dim = [256]\n",
+    )
+    .unwrap();
+    let root_uri = format!("file://{}", dir.display());
+    let uri = format!("file://{}/src/shift.cu", dir.display());
+    let toml_uri = format!("file://{}", toml.display());
+
+    let mut c = Client::start();
+    c.request(
+        "initialize",
+        json!({"processId": null, "rootUri": root_uri,
+               "capabilities": {"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": true}}}}),
+    )
+    .await;
+    c.notify("initialized", json!({}));
+    c.open(&uri, RACY);
+    let published = c.diagnostics(&uri).await;
+    let race = races(&published);
+    assert!(!race.is_empty(), "{published:#}");
+    assert!(
+        race.iter().all(|d| d["severity"] == 1),
+        "error from cudarace.toml: {published:#}"
+    );
+    assert!(
+        c.server_requests
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|m| m == "client/registerCapability"),
+        "a watcher for cudarace.toml is registered"
+    );
+
+    // Races switched off: re-checked on the change notification.
+    std::fs::write(&toml, "[severity]\ndata-race = \"off\"\n").unwrap();
+    c.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": toml_uri, "type": 2}]}),
+    );
+    let after = c.diagnostics(&uri).await;
+    assert!(races(&after).is_empty(), "{after:#}");
+
+    // A bad file: an error on the file itself, and the defaults apply (races are warnings).
+    std::fs::write(&toml, "[severity]\ndata-race = \"loud\"\n").unwrap();
+    c.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": toml_uri, "type": 2}]}),
+    );
+    let after = c.diagnostics(&uri).await;
+    assert!(
+        races(&after).iter().all(|d| d["severity"] == 2),
+        "{after:#}"
+    );
+    assert!(!races(&after).is_empty(), "{after:#}");
+    let bad = c.wait_publish(&toml_uri, |p| !diags_of(p).is_empty()).await;
+    let d = &diags_of(&bad)[0];
+    assert_eq!(d["range"]["start"]["line"], 1, "{d:#}");
+    assert!(
+        d["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown variant `loud`"),
+        "{d:#}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
     c.shutdown().await;
 }

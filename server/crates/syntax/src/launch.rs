@@ -98,9 +98,12 @@ pub fn annotation_above(text: &str, start: usize) -> LaunchConfig {
         else {
             break;
         };
+        // Stop at the first `cudarace:` comment that sets a launch size; other `cudarace:`
+        // comments (suppressions such as `allow(data-race) kernel`) may sit in between.
         if let Some(i) = body.find("cudarace:") {
-            parse_config_words(&body[i + "cudarace:".len()..], &mut cfg);
-            break;
+            if parse_config_words(&body[i + "cudarace:".len()..], &mut cfg) {
+                break;
+            }
         }
     }
     cfg

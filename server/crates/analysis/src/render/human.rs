@@ -3,6 +3,7 @@
 //! readable lines, then one verdict line per kernel and a summary line.
 
 use super::{file_name, report_name, witness_lines, Positions};
+use crate::config::{ConfigError, Level, CONFIG_FILE_NAME};
 use crate::report::{FileReport, Summary};
 use codespan_reporting::diagnostic::{Diagnostic, Label, Severity};
 use codespan_reporting::files::SimpleFiles;
@@ -106,6 +107,16 @@ fn blank_line(out: &mut Buffer) {
     }
 }
 
+/// codespan's severity for a configured level (`off`: not shown).
+fn severity_of(level: Level) -> Option<Severity> {
+    match level {
+        Level::Error => Some(Severity::Error),
+        Level::Warning => Some(Severity::Warning),
+        Level::Info => Some(Severity::Note),
+        Level::Off => None,
+    }
+}
+
 fn plural(n: usize, word: &str) -> String {
     if n == 1 {
         format!("{n} {word}")
@@ -138,6 +149,12 @@ pub fn human(reports: &[FileReport], opts: &HumanOptions) -> String {
         s.unsupported,
         plural(s.findings, "finding"),
     );
+    if s.suppressed > 0 {
+        line.push_str(&format!(" ({} suppressed)", s.suppressed));
+    }
+    if s.notices > 0 {
+        line.push_str(&format!("; {}", plural(s.notices, "suppression notice")));
+    }
     if s.file_errors > 0 {
         line.push_str(&format!("; {} not analysed", plural(s.file_errors, "file")));
     }
@@ -183,13 +200,28 @@ fn render_file(out: &mut Buffer, report: &FileReport) {
         d = d.with_note("the code around a syntax error is treated as unknown");
         emit(out, &db, &d);
     }
-    for kernel in &report.kernels {
-        for finding in &kernel.findings {
-            let is_race = finding.kind == FindingKind::DataRace;
-            let severity = match finding.confidence {
-                Confidence::Definite => Severity::Error,
-                Confidence::Possible => Severity::Warning,
+    for notice in &report.notices {
+        let Some(severity) = severity_of(report.notice_level()) else {
+            break;
+        };
+        let mut d = Diagnostic::new(severity)
+            .with_code(notice.code)
+            .with_message(&notice.message);
+        if let Some(l) = label(&db, report, true, notice.span, String::new()) {
+            d = d.with_label(l);
+        }
+        emit(out, &db, &d);
+    }
+    for (k, kernel) in report.kernels.iter().enumerate() {
+        for (f, finding) in kernel.findings.iter().enumerate() {
+            // Suppressed findings are counted on the verdict line, not shown.
+            if report.suppression(k, f).is_some() {
+                continue;
+            }
+            let Some(severity) = severity_of(report.level(finding)) else {
+                continue;
             };
+            let is_race = finding.kind == FindingKind::DataRace;
             let mut labels = Vec::new();
             let primary = if is_race {
                 "thread A's access"
@@ -230,7 +262,7 @@ fn render_file(out: &mut Buffer, report: &FileReport) {
             emit(out, &db, &d);
         }
     }
-    for kernel in &report.kernels {
+    for (k, kernel) in report.kernels.iter().enumerate() {
         let r = pos.range(kernel.name_span);
         let _ = write!(
             out,
@@ -248,7 +280,14 @@ fn render_file(out: &mut Buffer, report: &FileReport) {
         );
         let mut details = Vec::new();
         if !kernel.findings.is_empty() {
-            details.push(plural(kernel.findings.len(), "finding"));
+            let suppressed = (0..kernel.findings.len())
+                .filter(|&f| report.suppression(k, f).is_some())
+                .count();
+            let mut findings = plural(kernel.findings.len(), "finding");
+            if suppressed > 0 {
+                findings.push_str(&format!(", {suppressed} suppressed"));
+            }
+            details.push(findings);
         }
         if !kernel.assumed_launch.is_empty() {
             details.push(format!("assuming {}", kernel.assumed_launch));
@@ -267,6 +306,43 @@ fn render_file(out: &mut Buffer, report: &FileReport) {
     if report.error.is_none() && report.kernels.is_empty() {
         let _ = writeln!(out, "{}: no kernels", report_name(report));
     }
+}
+
+/// A configuration error, rendered like the findings: the file, the line with the offending
+/// part underlined, and what is allowed there.
+pub fn config_error(error: &ConfigError, opts: &HumanOptions) -> String {
+    let mut out = if opts.color {
+        Buffer::ansi()
+    } else {
+        Buffer::no_color()
+    };
+    let mut files = SimpleFiles::new();
+    let id = files.add(error.path.display().to_string(), error.text.clone());
+    let mut d = Diagnostic::error()
+        .with_code("config")
+        .with_message(format!("invalid {}: {}", CONFIG_FILE_NAME, error.message));
+    match &error.span {
+        Some(span) => {
+            let len = error.text.len();
+            let mut start = span.start.min(len);
+            while !error.text.is_char_boundary(start) {
+                start -= 1;
+            }
+            let mut end = span.end.clamp(start, len);
+            while !error.text.is_char_boundary(end) {
+                end -= 1;
+            }
+            d = d.with_label(Label::primary(id, start..end));
+        }
+        None => d.message = format!("{}: {}", error.path.display(), error.message),
+    }
+    if let Some(help) = &error.help {
+        d = d.with_notes(vec![format!("help: {help}")]);
+    }
+    if term::emit_to_write_style(&mut out, &Config::default(), &files, &d).is_err() {
+        let _ = writeln!(out, "error: {error}");
+    }
+    String::from_utf8_lossy(out.as_slice()).into_owned()
 }
 
 #[cfg(test)]
@@ -295,6 +371,32 @@ mod tests {
         let text = human(&[r], &HumanOptions::default());
         assert!(
             text.contains("both threads write the same constant"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn suppressed_findings_are_counted_not_shown_and_notices_are() {
+        let mut r = testdata::racy_file();
+        r.suppressed = vec![vec![
+            Some(crate::suppress::Suppression::SameValueWrite),
+            None,
+        ]];
+        r.notices = vec![crate::suppress::Notice {
+            code: crate::suppress::UNUSED_SUPPRESSION,
+            span: testdata::span_of(testdata::KERNEL_TEXT, "// é", 0),
+            message: "unused suppression: `allow(data-race)` matches no finding on line 6".into(),
+        }];
+        let text = human(&[r], &HumanOptions::default());
+        assert!(!text.contains("[data-race]"), "{text}");
+        assert!(text.contains("warning[barrier-divergence]"), "{text}");
+        assert!(
+            text.contains("warning[unused-suppression]: unused suppression"),
+            "{text}"
+        );
+        assert!(text.contains("racy (2 findings, 1 suppressed;"), "{text}");
+        assert!(
+            text.contains("; 1 finding (1 suppressed); 1 suppression notice\n"),
             "{text}"
         );
     }

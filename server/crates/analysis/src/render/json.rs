@@ -8,17 +8,22 @@
 //!               "time_ms", "queries", "findings"}],
 //!  "findings": [{"kind", "array"?, "confidence", "confidence_reason", "file", "kernel",
 //!                "line", "column", "end_line", "end_column", "message", "same_value_write",
+//!                "severity" ("error"|"warning"|"info"|"off"), "suppressed",
+//!                "suppression"? {"by": "comment"|"config", "file"?, "line"?, "reason"?},
 //!                "related": [{"file", "line", "column", "end_line", "end_column", "message"}],
 //!                "witness": {"thread_a": {"threadIdx", "blockIdx", "loop_vars"}, "thread_b": …,
 //!                            "cell", "params", "blockDim", "gridDim"}}],
-//!  "files": [{"file", "error"?, "syntax_errors": [{"line", "column", "end_line", "end_column", "message"}]}],
+//!  "files": [{"file", "error"?, "syntax_errors": [{"line", "column", "end_line", "end_column", "message"}],
+//!             "notices": [{"code", "severity", "file", "line", "column", "end_line", "end_column", "message"}],
+//!             "config"?}],
 //!  "summary": {"files", "file_errors", "kernels", "race_free", "racy", "divergent", "unknown",
-//!              "unsupported", "findings", "syntax_errors"}}
+//!              "unsupported", "findings" (not suppressed), "suppressed", "notices", "syntax_errors"}}
 //! ```
 //! Lines and columns are 1-based; columns count characters; ends are exclusive.
 
 use super::{file_name, report_name, Positions};
 use crate::report::{FileReport, Summary};
+use crate::suppress::Suppression;
 use serde_json::{json, Map, Value};
 
 pub const JSON_VERSION: u32 = 1;
@@ -50,31 +55,53 @@ pub fn json(reports: &[FileReport]) -> Value {
         file.insert("syntax_errors".into(), Value::Array(syntax_errors));
         files.push(Value::Object(file));
 
-        for kernel in &report.kernels {
+        let notices: Vec<Value> = report
+            .notices
+            .iter()
+            .map(|n| {
+                let r = pos.range(n.span);
+                json!({
+                    "code": n.code,
+                    "severity": report.notice_level().as_str(),
+                    "file": file_name(report, n.span.file),
+                    "line": r.line, "column": r.column,
+                    "end_line": r.end_line, "end_column": r.end_column,
+                    "message": n.message,
+                })
+            })
+            .collect();
+        if let Some(Value::Object(file)) = files.last_mut() {
+            file.insert("notices".into(), Value::Array(notices));
+            if let Some(config) = &report.config.path {
+                file.insert("config".into(), json!(config.display().to_string()));
+            }
+        }
+
+        for (k, kernel) in report.kernels.iter().enumerate() {
             let r = pos.range(kernel.name_span);
-            let mut k = Map::new();
-            k.insert(
+            let mut kj = Map::new();
+            kj.insert(
                 "file".into(),
                 json!(file_name(report, kernel.name_span.file)),
             );
-            k.insert("name".into(), json!(kernel.name));
-            k.insert("line".into(), json!(r.line));
-            k.insert("column".into(), json!(r.column));
-            k.insert("verdict".into(), json!(kernel.verdict.as_str()));
+            kj.insert("name".into(), json!(kernel.name));
+            kj.insert("line".into(), json!(r.line));
+            kj.insert("column".into(), json!(r.column));
+            kj.insert("verdict".into(), json!(kernel.verdict.as_str()));
             if let Some(reason) = &kernel.reason {
-                k.insert("reason".into(), json!(reason));
+                kj.insert("reason".into(), json!(reason));
             }
-            k.insert("assumed_launch".into(), json!(kernel.assumed_launch));
+            kj.insert("assumed_launch".into(), json!(kernel.assumed_launch));
             // Microsecond precision is plenty and keeps the output readable.
-            k.insert(
+            kj.insert(
                 "time_ms".into(),
                 json!((kernel.time_ms * 1000.0).round() / 1000.0),
             );
-            k.insert("queries".into(), json!(kernel.queries));
-            k.insert("findings".into(), json!(kernel.findings.len()));
-            kernels.push(Value::Object(k));
+            kj.insert("queries".into(), json!(kernel.queries));
+            kj.insert("findings".into(), json!(kernel.findings.len()));
+            kernels.push(Value::Object(kj));
 
-            for finding in &kernel.findings {
+            for (fi, finding) in kernel.findings.iter().enumerate() {
                 let r = pos.range(finding.span);
                 let related: Vec<Value> = finding
                     .related
@@ -104,6 +131,27 @@ pub fn json(reports: &[FileReport]) -> Value {
                 f.insert("end_column".into(), json!(r.end_column));
                 f.insert("message".into(), json!(finding.message));
                 f.insert("same_value_write".into(), json!(finding.same_value_write));
+                f.insert("severity".into(), json!(report.level(finding).as_str()));
+                let suppression = report.suppression(k, fi);
+                f.insert("suppressed".into(), json!(suppression.is_some()));
+                if let Some(s) = suppression {
+                    let mut v = Map::new();
+                    match s {
+                        Suppression::Comment { span, .. } => {
+                            let sr = pos.range(*span);
+                            v.insert("by".into(), json!("comment"));
+                            v.insert("file".into(), json!(file_name(report, span.file)));
+                            v.insert("line".into(), json!(sr.line));
+                        }
+                        Suppression::SameValueWrite => {
+                            v.insert("by".into(), json!("config"));
+                        }
+                    }
+                    if let Some(reason) = s.reason() {
+                        v.insert("reason".into(), json!(reason));
+                    }
+                    f.insert("suppression".into(), Value::Object(v));
+                }
                 f.insert("related".into(), Value::Array(related));
                 f.insert("witness".into(), json!(finding.witness));
                 findings.push(Value::Object(f));
@@ -121,6 +169,7 @@ pub fn json(reports: &[FileReport]) -> Value {
             "files": s.files, "file_errors": s.file_errors, "kernels": s.kernels,
             "race_free": s.race_free, "racy": s.racy, "divergent": s.divergent,
             "unknown": s.unknown, "unsupported": s.unsupported, "findings": s.findings,
+            "suppressed": s.suppressed, "notices": s.notices,
             "syntax_errors": s.syntax_errors,
         },
     })

@@ -9,7 +9,7 @@ mod human;
 mod json;
 mod sarif;
 
-pub use human::{human, HumanOptions};
+pub use human::{config_error, human, HumanOptions};
 pub use json::{json, JSON_VERSION};
 pub use sarif::{sarif, INFORMATION_URI};
 

@@ -3,7 +3,9 @@
 //! folder (the working directory), character columns (`columnKind: unicodeCodePoints`).
 
 use super::{file_name, report_name, witness_lines, Positions, Range1};
+use crate::config::Level;
 use crate::report::FileReport;
+use crate::suppress::Suppression;
 use cudarace_ir::{Confidence, FindingKind, Span, Verdict};
 use serde_json::{json, Value};
 use std::path::{Component, Path};
@@ -101,6 +103,16 @@ fn physical(report: &FileReport, pos: &Positions, span: Span, base: Option<&Path
     })
 }
 
+/// SARIF's level for a configured level (`off`: not reported).
+fn sarif_level(level: Level) -> Option<&'static str> {
+    match level {
+        Level::Error => Some("error"),
+        Level::Warning => Some("warning"),
+        Level::Info => Some("note"),
+        Level::Off => None,
+    }
+}
+
 /// Renders all reports as one SARIF log. `base` is the folder artifact URIs are made relative to
 /// (the working directory in the CLI).
 pub fn sarif(reports: &[FileReport], base: Option<&Path>) -> Value {
@@ -115,15 +127,14 @@ pub fn sarif(reports: &[FileReport], base: Option<&Path>) -> Value {
                 "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri(&report_name(report), base)}}}],
             }));
         }
-        for kernel in &report.kernels {
-            for finding in &kernel.findings {
+        for (k, kernel) in report.kernels.iter().enumerate() {
+            for (f, finding) in kernel.findings.iter().enumerate() {
+                let Some(level) = sarif_level(report.level(finding)) else {
+                    continue;
+                };
                 let (rule, is_race) = match finding.kind {
                     FindingKind::DataRace => (RULE_RACE, true),
                     FindingKind::BarrierDivergence => (RULE_DIVERGENCE, false),
-                };
-                let level = match finding.confidence {
-                    Confidence::Definite => "error",
-                    Confidence::Possible => "warning",
                 };
                 let related: Vec<Value> = finding
                     .related
@@ -148,7 +159,23 @@ pub fn sarif(reports: &[FileReport], base: Option<&Path>) -> Value {
                 ));
                 let witness = witness_lines(&finding.witness, finding.array.as_deref(), is_race);
                 text.push_str(&format!(" Witness: {}.", witness.join("; ")));
-                results.push(json!({
+                // SARIF's own way to keep a judged finding visible but not counted.
+                let suppressions: Vec<Value> = report
+                    .suppression(k, f)
+                    .map(|s| {
+                        let kind = match s {
+                            Suppression::Comment { .. } => "inSource",
+                            Suppression::SameValueWrite => "external",
+                        };
+                        let mut v = json!({"kind": kind, "status": "accepted"});
+                        if let Some(reason) = s.reason() {
+                            v["justification"] = json!(reason);
+                        }
+                        v
+                    })
+                    .into_iter()
+                    .collect();
+                let mut result = json!({
                     "ruleId": finding.kind.code(),
                     "ruleIndex": rule,
                     "level": level,
@@ -166,14 +193,26 @@ pub fn sarif(reports: &[FileReport], base: Option<&Path>) -> Value {
                         "sameValueWrite": finding.same_value_write,
                         "witness": finding.witness,
                     },
-                }));
+                });
+                if !suppressions.is_empty() {
+                    result["suppressions"] = Value::Array(suppressions);
+                }
+                results.push(result);
             }
-            if matches!(kernel.verdict, Verdict::Unknown | Verdict::Unsupported) {
+            // A note unless the configuration says otherwise (as before levels were configurable).
+            let unverified = match report.config.severity.unverified {
+                None => Some("note"),
+                Some(level) => sarif_level(level),
+            };
+            if let (Some(level), true) = (
+                unverified,
+                matches!(kernel.verdict, Verdict::Unknown | Verdict::Unsupported),
+            ) {
                 let reason = kernel.reason.as_deref().unwrap_or("no reason given");
                 results.push(json!({
                     "ruleId": "unverified-kernel",
                     "ruleIndex": RULE_UNVERIFIED,
-                    "level": "note",
+                    "level": level,
                     "message": {"text": format!("kernel `{}` is {}: {}", kernel.name, kernel.verdict.as_str(), reason)},
                     "locations": [{
                         "physicalLocation": physical(report, &pos, kernel.name_span, base),
@@ -239,6 +278,32 @@ mod tests {
             let i = r["ruleIndex"].as_u64().unwrap() as usize;
             assert_eq!(rules[i]["id"], r["ruleId"]);
         }
+    }
+
+    #[test]
+    fn suppressed_results_carry_a_suppression_and_levels_follow_the_config() {
+        let mut r = testdata::racy_file();
+        r.suppressed = vec![vec![
+            Some(Suppression::Comment {
+                span: testdata::span_of(testdata::KERNEL_TEXT, "// é", 0),
+                reason: Some("benign".into()),
+            }),
+            None,
+        ]];
+        r.config = std::sync::Arc::new(
+            crate::Config::parse(
+                Path::new("cudarace.toml"),
+                "[severity]\nbarrier-divergence = \"off\"\nunverified = \"error\"\n",
+            )
+            .unwrap(),
+        );
+        let v = sarif(&[r, testdata::unknown_file()], None);
+        let results = v["runs"][0]["results"].as_array().unwrap();
+        assert_eq!(results[0]["suppressions"][0]["kind"], "inSource");
+        assert_eq!(results[0]["suppressions"][0]["justification"], "benign");
+        // The divergence is off; the unknown kernel of the other file keeps the default note.
+        assert!(results.iter().all(|r| r["ruleId"] != "barrier-divergence"));
+        assert_eq!(results.last().unwrap()["level"], "note");
     }
 
     #[test]

@@ -123,6 +123,7 @@ pub fn racy_file() -> FileReport {
         ],
         syntax_errors: vec![],
         error: None,
+        ..FileReport::default()
     }
 }
 
@@ -151,6 +152,7 @@ pub fn unknown_file() -> FileReport {
             message: "syntax error".into(),
         }],
         error: None,
+        ..FileReport::default()
     }
 }
 

@@ -1,0 +1,3 @@
+__global__ void k(int *out) {
+    out[threadIdx.x] = 1;
+}
