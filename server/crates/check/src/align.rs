@@ -17,7 +17,7 @@ use crate::terms::*;
 use cudarace_solver::Term;
 
 /// One execution of an access, with its terms after loop substitutions.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Inst {
     /// Index into [`Protocol::accs`].
     pub acc: usize,
@@ -146,9 +146,21 @@ impl Summary {
 /// Which barrier kinds order the pair of threads being considered.
 pub type Counts<'a> = &'a dyn Fn(SyncKind) -> bool;
 
+/// Does barrier `i` order the pair of threads at hand? A grid sync that only some blocks reach
+/// is never checked for divergence across blocks, so it is not trusted to order anything. (A
+/// `__syncthreads()` or `__syncwarp()` under a thread-dependent guard still counts: two threads
+/// that both reach it are ordered, two threads on different sides of the condition are handled
+/// by [`summarize_node`], and a pair of threads of one block (warp) that disagrees on reaching
+/// it is a divergence, reported by its own query.)
+pub fn orders(p: &Protocol, i: usize, counts: Counts) -> bool {
+    p.syncs
+        .get(i)
+        .is_some_and(|s| counts(s.kind) && (s.kind != SyncKind::Grid || !block_varying(&s.guard)))
+}
+
 pub fn contains_sync(p: &Protocol, nodes: &[Node], counts: Counts) -> bool {
     nodes.iter().any(|n| match n {
-        Node::Sync(i) => p.syncs.get(*i).is_some_and(|s| counts(s.kind)),
+        Node::Sync(i) => orders(p, *i, counts),
         Node::Acc(_) | Node::MaybeSync(_) => false,
         Node::Branch {
             then_branch,
@@ -163,9 +175,13 @@ pub fn contains_sync(p: &Protocol, nodes: &[Node], counts: Counts) -> bool {
 fn dealign(range: (u32, u32)) -> impl FnMut(&Term) -> Term {
     move |t: &Term| {
         map_vars(t, &mut |v| {
+            let (hat, v) = match v.strip_prefix('^') {
+                Some(rest) => ("^", rest),
+                None => ("", v),
+            };
             let rest = v.strip_prefix('%')?;
             let id = fresh_id(rest)?;
-            (id >= range.0 && id < range.1).then(|| Term::Var(format!("${rest}")))
+            (id >= range.0 && id < range.1).then(|| Term::Var(format!("{hat}${rest}")))
         })
     }
 }
@@ -241,6 +257,7 @@ pub fn summarize(p: &Protocol, nodes: &[Node], counts: Counts) -> Summary {
 
 fn summarize_node(p: &Protocol, n: &Node, counts: Counts) -> Summary {
     match n {
+        Node::Sync(i) if !orders(p, *i, counts) => Summary::unit(),
         Node::Sync(_) => Summary {
             start: vec![Seg::default()],
             end: vec![Seg::default()],
@@ -254,11 +271,42 @@ fn summarize_node(p: &Protocol, n: &Node, counts: Counts) -> Summary {
             let t = summarize(p, then_branch, counts);
             let e = summarize(p, else_branch, counts);
             let nc = not(cond.clone());
+            // Two threads on different sides of a thread-dependent condition: each crosses its
+            // side without a barrier (a side's `through` paths, or it already left the kernel),
+            // or one of them reaches a barrier the other skips, which is a divergence (reported
+            // by its own query). So their accesses on the barrier-free paths of both sides meet
+            // the code before and after the branch in one interval, each thread under its own
+            // condition (folded into the access guards, since segment conditions bind both).
+            let differ = thread_varying(cond).then(|| {
+                // The two threads disagree on the condition.
+                let mut s = Seg {
+                    insts: vec![],
+                    conds: vec![not(eq(cond.clone(), other(cond)))],
+                };
+                for (segs, c) in [(&t.through, cond), (&e.through, &nc)] {
+                    for seg in segs.iter() {
+                        let mut pre = vec![c.clone()];
+                        pre.extend(seg.conds.iter().cloned());
+                        for i in &seg.insts {
+                            let mut g = pre.clone();
+                            g.push(i.guard.clone());
+                            s.insts.push(Inst {
+                                acc: i.acc,
+                                index: i.index.clone(),
+                                guard: and(g),
+                            });
+                        }
+                    }
+                }
+                s
+            });
             let add = |segs: Vec<Seg>, c: &Term| -> Vec<Seg> {
                 segs.into_iter().map(|s| s.with_cond(c)).collect()
             };
+            let mut through = concat(add(t.through, cond), add(e.through, &nc));
+            through.extend(differ);
             Summary {
-                through: concat(add(t.through, cond), add(e.through, &nc)),
+                through: cap(through),
                 start: concat(add(t.start, cond), add(e.start, &nc)),
                 end: concat(add(t.end, cond), add(e.end, &nc)),
                 phases: {

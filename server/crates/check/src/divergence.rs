@@ -10,19 +10,32 @@ use crate::protocol::{SyncInfo, SyncKind};
 use crate::terms::*;
 use cudarace_solver::Query;
 
-/// `None` when the barrier cannot diverge (uniform guard, or a warp barrier, which is meant for
-/// converged subsets of a warp).
+/// `None` when the barrier cannot diverge (uniform guard). A `__syncwarp()` is asked about two
+/// lanes of one warp.
 pub fn divergence_query(enc: &Encoder, s: &SyncInfo) -> Option<(Query, Vec<String>)> {
-    if s.kind == SyncKind::Warp || !thread_varying(&s.guard) {
+    if !thread_varying(&s.guard) {
         return None;
     }
-    let scope = Scope::SameBlock { warp: None };
+    // A full-mask `__syncwarp()` must be reached by every lane of the warp.
+    let scope = Scope::SameBlock {
+        warp: (s.kind == SyncKind::Warp).then_some(true),
+    };
     let mut parts = vec![
         rename(scope, 'A', &s.facts),
         rename(scope, 'B', &s.facts),
         rename(scope, 'A', &s.guard),
         not(rename(scope, 'B', &s.guard)),
     ];
+    // A lane that already exited is not waited for by a `__syncwarp()` (CUDA: "all non-exited
+    // threads named in mask must execute" it); for `__syncthreads()` an exited thread that
+    // others wait for is a divergence as any other.
+    if s.kind == SyncKind::Warp {
+        parts.push(rename(scope, 'B', &s.not_exited));
+    }
+    for (h, init) in &s.same_iteration {
+        let k = |t: char| sub(rename(scope, t, h), rename(scope, t, init));
+        parts.push(eq(k('A'), k('B')));
+    }
     parts.extend(enc.scope_constraints(scope));
     Some(enc.finish(vec![and(parts)]))
 }

@@ -34,6 +34,10 @@ pub struct Encoder<'a> {
 
 pub fn rename(scope: Scope, thread: char, t: &Term) -> Term {
     map_vars(t, &mut |v| {
+        if let Some(rest) = v.strip_prefix('^') {
+            let o = if thread == 'A' { 'B' } else { 'A' };
+            return Some(rename(scope, o, &Term::Var(rest.to_string())));
+        }
         if let Some(rest) = v.strip_prefix('$') {
             return Some(Term::Var(format!("{thread}.{rest}")));
         }
@@ -174,7 +178,8 @@ impl<'a> Encoder<'a> {
         let ia: Vec<Term> = m.a.index.iter().map(ra).collect();
         let ib: Vec<Term> = m.b.index.iter().map(rb).collect();
         let (ga, gb) = (ra(&m.a.guard), rb(&m.b.guard));
-        let residue_lemmas = same_residue_lemmas(&ga, &gb);
+        let mut residue_lemmas = same_residue_lemmas(&ga, &gb);
+        residue_lemmas.extend(equal_residue_lemmas(&ga, &gb));
         let mut parts = vec![ga, gb];
         parts.extend(residue_lemmas);
         for c in &m.conds {
@@ -239,6 +244,17 @@ impl<'a> Encoder<'a> {
                     eq(v(format!("A.{lo}")), v(format!("B.{lo}"))),
                 ]),
             ));
+            // The 2-D linear thread id is below the block size (valid under the ranges of the
+            // thread indices; nonlinear for Z3, which needed a second to see that `bid * 1024 +
+            // linear` identifies a thread without it).
+            if hi == "tid.y" {
+                for t in ['A', 'B'] {
+                    out.push(lt(
+                        id(t),
+                        mul(v("blockDim.x".into()), v("blockDim.y".into())),
+                    ));
+                }
+            }
         }
         out
     }
@@ -391,6 +407,9 @@ fn contains_product(t: &Term, a: &str, b: &str) -> bool {
 /// Z3 4.8.12 needs seconds for.
 /// When both sides are `p1 ^ q == p2 ^ q`: injectivity, `p1 == p2` (both in range).
 fn xor_involution(x: &Term, y: &Term) -> Option<Term> {
+    if let Some(l) = flip_involution(x, y) {
+        return Some(l);
+    }
     let Term::Bit {
         op: cudarace_solver::BitOp::Xor,
         width,
@@ -443,6 +462,8 @@ fn xor_involution(x: &Term, y: &Term) -> Option<Term> {
 /// threadIdx.x`) is equal exactly when both parts are: written so, the equality stays linear,
 /// and Z3 answers in milliseconds instead of seconds.
 fn same_index(x: &Term, y: &Term) -> Term {
+    let (x, y) = cancel_common(x, y);
+    let (x, y) = (&x, &y);
     if let (Some((hx, mx, lx)), Some((hy, my, ly))) = (split_id(x), split_id(y)) {
         if mx == my {
             return and(vec![eq(hx, hy), eq(lx, ly)]);
@@ -485,6 +506,14 @@ fn split_rows(t: &Term) -> Vec<(Term, Term, Term)> {
     fn flat(t: &Term, out: &mut Vec<Term>) {
         match t {
             Term::Add(ts) => ts.iter().for_each(|x| flat(x, out)),
+            // `a - b` is `a + (-b)` (Blelloch indices `2*s*(tid+1) - 1 - s`).
+            Term::Sub(a, b) => {
+                flat(a, out);
+                out.push(match &**b {
+                    Term::Int(v) => v.checked_neg().map(int).unwrap_or(Term::Neg(b.clone())),
+                    other => Term::Neg(Box::new(other.clone())),
+                });
+            }
             other => out.push(other.clone()),
         }
     }
@@ -608,6 +637,102 @@ fn same_residue_lemmas(ga: &Term, gb: &Term) -> Vec<Term> {
                     le(add(xa.clone(), m.clone()), xb.clone()),
                     le(add(xb.clone(), m.clone()), xa.clone()),
                 ]),
+            ));
+        }
+    }
+    out
+}
+
+/// Drop summands both sides share (`i + 1 == j + 1` → `i == j`), so that equal residue terms
+/// meet by congruence.
+fn cancel_common(x: &Term, y: &Term) -> (Term, Term) {
+    fn flat(t: &Term, out: &mut Vec<Term>) {
+        match t {
+            Term::Add(ts) => ts.iter().for_each(|x| flat(x, out)),
+            other => out.push(other.clone()),
+        }
+    }
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    flat(x, &mut xs);
+    flat(y, &mut ys);
+    if xs.len() < 2 && ys.len() < 2 {
+        return (x.clone(), y.clone());
+    }
+    let mut changed = false;
+    let mut i = 0;
+    while i < xs.len() {
+        if let Some(j) = ys.iter().position(|t| *t == xs[i]) {
+            ys.remove(j);
+            xs.remove(i);
+            changed = true;
+        } else {
+            i += 1;
+        }
+    }
+    if !changed {
+        return (x.clone(), y.clone());
+    }
+    let sum = |v: Vec<Term>| v.into_iter().reduce(add).unwrap_or(int(0));
+    (sum(xs), sum(ys))
+}
+
+/// [`xor_involution`] for the power-of-two form [`flip_bit`]: `x == flip(p, q) ⇒ p == flip(x, q)`
+/// (for `p, x >= 0`), and injectivity `flip(p1, q) == flip(p2, q) ⇒ p1 == p2`.
+fn flip_involution(x: &Term, y: &Term) -> Option<Term> {
+    let (p, q) = as_flip_bit(y)?;
+    if let Some((p2, q2)) = as_flip_bit(x) {
+        if q2 == q {
+            return Some(Term::implies(
+                and(vec![
+                    le(int(0), p.clone()),
+                    le(int(0), p2.clone()),
+                    eq(x.clone(), y.clone()),
+                ]),
+                eq(p, p2),
+            ));
+        }
+    }
+    Some(Term::implies(
+        and(vec![
+            le(int(0), p.clone()),
+            le(int(0), x.clone()),
+            eq(x.clone(), y.clone()),
+        ]),
+        eq(p, flip_bit(x.clone(), q)),
+    ))
+}
+
+/// Conjunct atoms `x mod M == g` of a guard (any `g`: strided loops `i mod T == gid`).
+fn residue_defs(t: &Term, out: &mut Vec<(Term, Term, Term)>) {
+    match t {
+        Term::And(ts) => ts.iter().for_each(|x| residue_defs(x, out)),
+        Term::Eq(a, b) => {
+            if let Term::Mod(x, m) = &**a {
+                out.push(((**x).clone(), (**m).clone(), (**b).clone()));
+            } else if let Term::Mod(x, m) = &**b {
+                out.push(((**x).clone(), (**m).clone(), (**a).clone()));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `x mod M == gA`, `y mod M == gB`: the valid lemma `x == y ⇒ gA == gB`. It lets Z3 relate
+/// two threads' positions in a strided loop at once (the wrap-around pair of a grid-stride loop
+/// with a barrier took Z3 4.8.12 over a second without it).
+fn equal_residue_lemmas(ga: &Term, gb: &Term) -> Vec<Term> {
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    residue_defs(ga, &mut xs);
+    residue_defs(gb, &mut ys);
+    let mut out = Vec::new();
+    for (xa, ma, ra) in &xs {
+        for (xb, mb, rb) in &ys {
+            if ma != mb || ra == rb || out.len() >= 8 || as_int(ra).is_some() {
+                continue;
+            }
+            out.push(Term::implies(
+                eq(xa.clone(), xb.clone()),
+                eq(ra.clone(), rb.clone()),
             ));
         }
     }

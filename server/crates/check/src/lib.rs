@@ -6,6 +6,32 @@
 //! two threads A and B (so every finding names both accesses); [`divergence`] asks, for each
 //! barrier, whether two threads of a block can disagree on reaching it; [`witness`] reads models
 //! back; [`launch`] decides the launch configuration assumed.
+//!
+//! Known approximations (all on the sound side: more pairs, never fewer):
+//! - threads that `break`/`return` inside a loop are assumed to possibly run later iterations
+//!   (for races); for divergence, barriers of later iterations get an unknown "still in the
+//!   loop" condition (a possible finding);
+//! - a loop whose iterations may cross no barrier while accessing memory is analysed with
+//!   unaligned (per-thread) iterations;
+//! - unmodelled code that may synchronize is treated as no barrier (findings become possible,
+//!   a race-free result becomes unknown);
+//! - beyond `MAX_RACE_QUERIES` access pairs a kernel is at best `unknown`;
+//! - integer values are mathematical, with C's unsigned wraparound below zero modelled
+//!   (`threadIdx.x - 1`, `tid < blockDim.x - 3`, see [`protocol::ctype`]); overflow past the top
+//!   of a type is not.
+//!
+//! Barriers under thread-dependent conditions: two threads that both reach a barrier are ordered
+//! by it; two threads on different sides of a thread-dependent branch that holds barriers meet
+//! on the barrier-free paths of both sides (see [`align`]); a pair that disagrees on reaching a
+//! `__syncthreads()` (or a full-mask `__syncwarp()`, within a warp) is a divergence, which has
+//! its own query. So a race is never hidden by a barrier that not both threads execute.
+//!
+//! Verdicts: unsupported > racy > divergent > unknown > race-free. A question the solver could
+//! not decide never disappears: the verdict is `unknown` when nothing else was found, and when
+//! a race or a divergence was found (which outranks it), every undecided question is still
+//! listed in the report's reason (e.g. "the solver could not decide the divergence of a
+//! __syncthreads() (timeout)"). A racy verdict with an undecided divergence question is thus
+//! sound: the kernel is flagged, and the reason says that its divergence was not decided.
 
 pub mod align;
 pub mod divergence;
@@ -400,11 +426,22 @@ fn race_finding(
     else {
         return None;
     };
-    let mut w = witness::extract(model, 0);
     let chosen = cells
         .iter()
         .find(|(d, _)| witness::eval_bool(d, model) == Some(true))
         .or(cells.first());
+    // Loop variables only from the way the pair meets (other disjuncts' variables are
+    // unconstrained in the model and would show values outside their loops).
+    let mut in_disjunct = std::collections::BTreeSet::new();
+    if let Some((d, _)) = chosen {
+        terms::collect_vars(d, &mut in_disjunct);
+    }
+    let shown: BTreeMap<String, i64> = model
+        .iter()
+        .filter(|(n, _)| chosen.is_none() || !n.contains("loop.") || in_disjunct.contains(*n))
+        .map(|(n, v)| (n.clone(), *v))
+        .collect();
+    let mut w = witness::extract(&shown, 0);
     w.cell = chosen
         .map(|(_, c)| {
             c.iter()
@@ -463,8 +500,13 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
     w.cell.clear();
     let ta = thread_text(&w.thread_a, false);
     let tb = thread_text(&w.thread_b, false);
+    let group = if *barrier == barrier_name(SyncKind::Warp) {
+        "warp"
+    } else {
+        "block"
+    };
     let message = format!(
-        "barrier divergence: {ta} reaches this {barrier} but {tb} of the same block does not"
+        "barrier divergence: {ta} reaches this {barrier} but {tb} of the same {group} does not"
     );
     let related = match cause {
         Some((s, m)) => Related {

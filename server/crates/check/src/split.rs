@@ -6,9 +6,10 @@ use crate::align::{summarize, Counts, Inst, Seg};
 use crate::protocol::Protocol;
 use cudarace_ir::AccessMode;
 use cudarace_solver::Term;
+use std::collections::HashSet;
 
 /// One way two accesses can meet in one barrier interval.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Meeting {
     pub a: Inst,
     pub b: Inst,
@@ -35,6 +36,7 @@ pub fn meetings(
     keep_array: &dyn Fn(usize) -> bool,
 ) -> Vec<((usize, usize), Meeting)> {
     let mut out: Vec<((usize, usize), Meeting)> = Vec::new();
+    let mut seen: HashSet<((usize, usize), Meeting)> = HashSet::new();
     for seg in segs {
         for (i, x) in seg.insts.iter().enumerate() {
             for y in &seg.insts[i..] {
@@ -52,7 +54,7 @@ pub fn meetings(
                     conds: seg.conds.clone(),
                 };
                 let key = (a.acc, b.acc);
-                if !out.iter().any(|(k, o)| *k == key && *o == m) {
+                if seen.insert((key, m.clone())) {
                     out.push((key, m));
                 }
             }

@@ -179,6 +179,22 @@ pub fn ite(c: Term, a: Term, b: Term) -> Term {
     }
 }
 
+/// `t ^ p` for a power of two `p` (or 0) and `t >= 0`: `t + p` when bit log2(p) of `t` is clear,
+/// `t - p` otherwise.
+pub fn flip_bit(t: Term, p: Term) -> Term {
+    let clear = lt(modulo(t.clone(), mul(int(2), p.clone())), p.clone());
+    ite(clear, add(t.clone(), p.clone()), sub(t, p))
+}
+
+/// The `(t, p)` of a [`flip_bit`] term.
+pub fn as_flip_bit(x: &Term) -> Option<(Term, Term)> {
+    let Term::Ite(c, _, _) = x else { return None };
+    let Term::Lt(m, p) = &**c else { return None };
+    let Term::Mod(t, _) = &**m else { return None };
+    let candidate = flip_bit((**t).clone(), (**p).clone());
+    (candidate == *x).then(|| ((**t).clone(), (**p).clone()))
+}
+
 /// Rebuild `t` with every variable passed through `f` (`None` keeps it).
 pub fn map_vars(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Term {
     let m = |ts: &[Term], f: &mut dyn FnMut(&str) -> Option<Term>| -> Vec<Term> {
@@ -220,12 +236,28 @@ pub fn map_vars(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Term {
     }
 }
 
-/// Replace variables by terms (simultaneously), folding constants in the result.
+/// A term about the *other* thread of the pair: `other(t)` renamed for thread A speaks of B
+/// (per-thread and per-block variables prefixed `^`, see [`crate::encode::rename`]). Used for
+/// conditions on pairs of threads (they disagree on a branch).
+pub fn other(t: &Term) -> Term {
+    map_vars(t, &mut |v| {
+        (v.starts_with('$') || v.starts_with('%')).then(|| Term::Var(format!("^{v}")))
+    })
+}
+
+/// Replace variables by terms (simultaneously), folding constants in the result. The other
+/// thread's copy `^x` of a replaced `x` gets the other thread's copy of the replacement.
 pub fn subst(t: &Term, map: &HashMap<String, Term>) -> Term {
     if map.is_empty() {
         return t.clone();
     }
-    simplify(&map_vars(t, &mut |v| map.get(v).cloned()))
+    simplify(&map_vars(t, &mut |v| {
+        map.get(v).cloned().or_else(|| {
+            v.strip_prefix('^')
+                .and_then(|rest| map.get(rest))
+                .map(other)
+        })
+    }))
 }
 
 /// Rebuild `t` bottom-up through the folding constructors.

@@ -1133,14 +1133,74 @@ fn thread_dependent_break_skips_later_iterations_barriers() {
             Expr::Int(0) => b(BinOp::Eq, np.clone(), n(0)),
             c => c,
         };
-        let body = vec![sync(2), if_(cond, vec![Stmt::Break { span: sp(4) }], vec![], 3)];
+        let body = vec![
+            sync(2),
+            if_(cond, vec![Stmt::Break { span: sp(4) }], vec![], 3),
+        ];
         let lp = for_(i, n(0), lt(l(i), np), plus(l(i), n(1)), body, 1);
         kb.body(vec![lp])
     };
     let r = run(&build(b(BinOp::Eq, tid(), n(5))));
     assert_verdict(&r, Verdict::Divergent);
     assert_eq!(line_of(r.findings[0].span), 2);
-    assert_eq!(line_of(r.findings[0].related[0].span), 4, "the related span is the break");
+    assert_eq!(
+        line_of(r.findings[0].related[0].span),
+        4,
+        "the related span is the break"
+    );
     // A uniform break is fine.
     assert_verdict(&run(&build(n(0))), Verdict::RaceFree);
+}
+
+#[test]
+fn huge_intervals_are_capped_and_never_race_free() {
+    // 120 writes s[tid * 128 + i] in one interval: 7260 pairs, more than the cap.
+    let mut kb = KB::new("unrolled");
+    let s = kb.shared("s", &[1 << 20]);
+    let body: Vec<Stmt> = (0..120)
+        .map(|i| kb.wr(s, vec![plus(times(tid(), n(128)), n(i))], 1))
+        .collect();
+    let k = kb.body(body);
+    let t0 = std::time::Instant::now();
+    let plan = plan_kernel(&file(), &k, &CheckOptions::default());
+    assert!(
+        t0.elapsed().as_secs() < 30,
+        "planning took {:?}",
+        t0.elapsed()
+    );
+    assert!(plan.queries.len() <= 3000);
+    let answers = vec![Answer::Unsat; plan.queries.len()];
+    let r = finish_kernel(&plan, answers, 0.0);
+    assert_verdict(&r, Verdict::Unknown);
+    assert!(
+        r.reason.as_deref().unwrap_or("").contains("pairs"),
+        "{:?}",
+        r.reason
+    );
+}
+
+#[test]
+fn undecided_divergence_is_listed_when_races_take_priority() {
+    // A race, and a barrier under a thread-dependent condition whose query is left undecided.
+    let mut kb = KB::new("mixed");
+    let s = kb.shared("s", &[64]);
+    let w = kb.wr(s, vec![n(0)], 1);
+    let k = kb.body(vec![w, if_(lt(tid(), n(3)), vec![sync(3)], vec![], 2)]);
+    let plan = plan_kernel(&file(), &k, &CheckOptions::default());
+    // Race questions first, then the divergence question (plan order): leave the last undecided.
+    let mut answers: Vec<Answer> = plan
+        .queries
+        .iter()
+        .map(|q| solve(q, &Limits::default()))
+        .collect();
+    assert!(answers.len() >= 2);
+    let last = answers.len() - 1;
+    answers[last] = Answer::Unknown("timeout".into());
+    let r = finish_kernel(&plan, answers, 0.0);
+    assert_verdict(&r, Verdict::Racy);
+    let why = r.reason.unwrap_or_default();
+    assert!(
+        why.contains("could not decide the divergence of a __syncthreads()"),
+        "{why}"
+    );
 }

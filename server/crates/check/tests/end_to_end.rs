@@ -131,3 +131,30 @@ __global__ void bitonic(float *values) {
         .iter()
         .all(|f| f.witness.thread_a.block_idx != f.witness.thread_b.block_idx));
 }
+
+#[test]
+fn xor_butterfly_over_powers_of_two() {
+    // Racy without a barrier between the partner read and the own update; race-free with one.
+    let racy = r#"
+__global__ void butterfly(float *out) {
+    __shared__ float s[1024];
+    unsigned int tid = threadIdx.x;
+    s[tid] = tid;
+    __syncthreads();
+    for (unsigned int j = 1; j < 32; j <<= 1) {
+        float other = s[tid ^ j];
+        s[tid] += other;
+        __syncthreads();
+    }
+}
+"#;
+    let (r, idx) = check(racy);
+    assert_eq!(r[0].verdict, Verdict::Racy, "{:#?}", r[0]);
+    assert_eq!(lines(&r[0], &idx, FindingKind::DataRace), vec![8]);
+    let fixed = racy.replace(
+        "        s[tid] += other;",
+        "        __syncthreads();\n        s[tid] += other;",
+    );
+    let (r, _) = check(&fixed);
+    assert_eq!(r[0].verdict, Verdict::RaceFree, "{:#?}", r[0]);
+}

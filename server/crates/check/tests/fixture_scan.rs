@@ -45,9 +45,14 @@ fn scan_fixtures() {
     let filter = std::env::var("FIXTURE").unwrap_or_default();
     let mut files = Vec::new();
     collect(&root, &mut files);
+    // `RLIMIT=2000000` checks that every query is answered well within the default rlimit
+    // (deterministic), independent of machine load.
     let limits = Limits {
-        timeout_ms: 4000,
-        rlimit: 20_000_000,
+        timeout_ms: 60_000,
+        rlimit: std::env::var("RLIMIT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20_000_000),
     };
     let (mut ok, mut bad) = (0, 0);
     for f in files {
@@ -77,6 +82,18 @@ fn scan_fixtures() {
                     q.preferred.clear();
                 }
                 let a = solve(&q, &limits);
+                if t.elapsed().as_millis() > 200 {
+                    println!(
+                        "slow query: {} in {:?} ({})",
+                        k.name,
+                        t.elapsed(),
+                        match &a {
+                            cudarace_solver::Answer::Sat(_) => "sat",
+                            cudarace_solver::Answer::Unsat => "unsat",
+                            cudarace_solver::Answer::Unknown(_) => "unknown",
+                        }
+                    );
+                }
                 if dump {
                     println!("--- {:?} in {:?}", a, t.elapsed());
                     for t in &q.assertions {

@@ -281,6 +281,11 @@ pub enum Stmt {
     Continue { span: Span },
     /// An effect the front end could not model (ERROR node, call without a body, asm, …).
     Opaque(Opaque),
+    /// `__requires(e)`, `__assume(e)`, `assert(e)`: the program continues only where `cond`
+    /// holds. The checker constrains every thread's path after this point with it (a guard on
+    /// what follows, for both threads of a pair); the interpreter calls a run where it fails
+    /// inconclusive.
+    Assume { cond: Expr, span: Span },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -50,6 +50,10 @@ pub(crate) struct Tables<'t> {
     /// Structs whose conversion operator hands out `extern __shared__` memory (the CUDA
     /// samples' `SharedMemory<T>`): name → the `extern __shared__` declaration.
     pub shared_structs: HashMap<String, GlobalVar<'t>>,
+    /// Structs defined in the file whose members are all plain scalars: name → member names in
+    /// declaration order (`None` when two definitions share the name). Arrays of them get one
+    /// IR cell per member (see `Lowerer::struct_members`).
+    pub struct_layouts: HashMap<String, Option<Vec<String>>>,
 }
 
 impl ConstEnv for Tables<'_> {
@@ -141,6 +145,90 @@ pub(crate) fn function_declarator(mut d: Node) -> Option<Node> {
     None
 }
 
+/// A second definition under the same name (another namespace, a template specialization)
+/// makes the name ambiguous: its arrays keep one cell per element.
+fn record_layout(t: &mut Tables, name: &str, layout: Option<Vec<String>>) {
+    if name.is_empty() {
+        return;
+    }
+    match t.struct_layouts.get_mut(name) {
+        Some(old) => *old = None,
+        None => {
+            t.struct_layouts.insert(name.to_string(), layout);
+        }
+    }
+}
+
+/// Member names of a struct whose data members are all non-static plain scalars (no arrays,
+/// pointers, bit-fields, base classes or nested types); `None` otherwise.
+fn scalar_struct_layout(spec: Node, text: &str) -> Option<Vec<String>> {
+    let body = spec.child_by_field_name("body")?;
+    let mut c = spec.walk();
+    if spec
+        .children(&mut c)
+        .any(|ch| ch.kind() == "base_class_clause")
+        || spec.has_error()
+        || spec
+            .parent()
+            .is_some_and(|p| p.kind() == "template_declaration")
+    {
+        return None;
+    }
+    let mut fields = Vec::new();
+    let mut c = body.walk();
+    for m in body.named_children(&mut c) {
+        match m.kind() {
+            "comment"
+            | "access_specifier"
+            | "function_definition"
+            | "declaration"
+            | "template_declaration"
+            | ";" => {}
+            "field_declaration" => {
+                let mut c2 = m.walk();
+                let mut is_static = false;
+                for ch in m.children(&mut c2) {
+                    match ch.kind() {
+                        "storage_class_specifier" => is_static = true,
+                        "bitfield_clause" | "default_value" => return None,
+                        _ => {}
+                    }
+                }
+                let mut c3 = m.walk();
+                let decls: Vec<Node> = m.children_by_field_name("declarator", &mut c3).collect();
+                if decls.iter().any(|d| d.kind() == "function_declarator") {
+                    // A method declaration.
+                    continue;
+                }
+                if is_static {
+                    continue;
+                }
+                let ty = m.child_by_field_name("type")?;
+                if crate::lower::types::scalar_type(node_text(ty, text))
+                    == cudarace_ir::ScalarType::Other
+                {
+                    return None;
+                }
+                if decls.is_empty() {
+                    return None;
+                }
+                for d in decls {
+                    if d.kind() != "field_identifier" {
+                        return None;
+                    }
+                    fields.push(node_text(d, text).to_string());
+                }
+            }
+            _ => return None,
+        }
+    }
+    if fields.is_empty() {
+        None
+    } else {
+        Some(fields)
+    }
+}
+
 pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
     let mut t = Tables {
         texts: pre.units.iter().map(|u| u.clean.clone()).collect(),
@@ -153,6 +241,7 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         enums: HashMap::new(),
         instantiations: HashMap::new(),
         shared_structs: HashMap::new(),
+        struct_layouts: HashMap::new(),
     };
     let mut const_decls: Vec<(Node<'t>, FileId)> = Vec::new();
     let mut enum_specs: Vec<(Node<'t>, FileId)> = Vec::new();
@@ -174,7 +263,25 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
                 "call_expression" if has_child_kind(n, "kernel_call_syntax") => {
                     launches.push((n, file))
                 }
+                "type_definition" => {
+                    // `typedef struct { float x, y; } P;`
+                    if let (Some(ty), Some(d)) = (
+                        n.child_by_field_name("type"),
+                        n.child_by_field_name("declarator"),
+                    ) {
+                        if ty.kind() == "struct_specifier" && d.kind() == "type_identifier" {
+                            let layout = scalar_struct_layout(ty, &text);
+                            record_layout(&mut t, node_text(d, &text), layout);
+                        }
+                    }
+                }
                 "struct_specifier" | "class_specifier" => {
+                    if let (Some(name), Some(_)) =
+                        (n.child_by_field_name("name"), n.child_by_field_name("body"))
+                    {
+                        let layout = scalar_struct_layout(n, &text);
+                        record_layout(&mut t, node_text(name, &text), layout);
+                    }
                     if let (Some(name), Some(body)) =
                         (n.child_by_field_name("name"), n.child_by_field_name("body"))
                     {

@@ -13,6 +13,8 @@ pub use tree_sitter;
 mod collect;
 mod consteval;
 mod errors;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod launch;
 mod lower;
 mod parse;
@@ -30,7 +32,8 @@ use std::path::{Path, PathBuf};
 /// Options that change what the front end sees (like a compiler's `-I` and `-D`).
 #[derive(Clone, Debug, Default)]
 pub struct FrontendOptions {
-    /// Directories searched for `#include "…"` after the including file's own directory.
+    /// Directories searched for `#include "…"` after the including file's own directory, and
+    /// the only directories searched for `#include <…>`.
     pub include_dirs: Vec<PathBuf>,
     /// `-D NAME=VALUE` definitions; an empty value means `1`.
     pub defines: Vec<(String, String)>,

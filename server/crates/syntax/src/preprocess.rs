@@ -426,14 +426,24 @@ impl Pre<'_> {
     }
 
     fn include(&mut self, spec: &str, from: Option<&Path>, depth: usize) {
-        let Some(name) = spec.strip_prefix('"').and_then(|s| s.split('"').next()) else {
-            return; // <system> headers (and macro-named includes) are not read.
+        // `"name"`: the including file's folder, then the include folders. `<name>`: only the
+        // include folders the user gave (like a compiler's `-I`), so system headers are not
+        // read unless asked for. Macro-named includes are not read.
+        let (name, quoted) = if let Some(s) = spec.strip_prefix('"') {
+            (s.split('"').next(), true)
+        } else if let Some(s) = spec.strip_prefix('<') {
+            (s.split('>').next(), false)
+        } else {
+            (None, false)
+        };
+        let Some(name) = name.filter(|n| !n.is_empty()) else {
+            return;
         };
         if depth >= MAX_INCLUDE_DEPTH || self.units.len() >= MAX_INCLUDED_FILES {
             return;
         }
         let mut candidates = Vec::new();
-        if let Some(dir) = from.and_then(|p| p.parent()) {
+        if let Some(dir) = from.and_then(|p| p.parent()).filter(|_| quoted) {
             candidates.push(dir.join(name));
         }
         for d in &self.opts.include_dirs {
@@ -494,6 +504,92 @@ const QUALIFIER_WORDS: &[&str] = &[
     "__inline",
 ];
 
+/// When a macro body only opens and closes namespaces (`namespace a { inline namespace
+/// N(x, y) {`, `} }`, `extern "C" {`, other such macros): the numbers of braces it leaves open
+/// and closes.
+fn namespace_braces(macros: &MacroTable, body: &str, depth: u32) -> Option<(u32, u32)> {
+    if depth > 8 {
+        return None;
+    }
+    let mut lex = LexState::default();
+    let text: String = body
+        .lines()
+        .map(|l| strip_comments(l, &mut lex))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let b = text.as_bytes();
+    let (mut open, mut close) = (0u32, 0u32);
+    let mut i = 0;
+    let mut after_namespace = false;
+    while i < b.len() {
+        let c = b[i] as char;
+        if c.is_whitespace() {
+            i += 1;
+        } else if is_ident_start(c) {
+            let s = i;
+            while i < b.len() && is_ident_char(b[i] as char) {
+                i += 1;
+            }
+            let word = &text[s..i];
+            match word {
+                "namespace" => after_namespace = true,
+                "inline" | "extern" => {}
+                _ if after_namespace => {
+                    // The namespace's name, maybe computed by a function-like macro.
+                    let mut j = i;
+                    while j < b.len() && (b[j] as char).is_whitespace() {
+                        j += 1;
+                    }
+                    if j < b.len() && b[j] == b'(' {
+                        let mut level = 0i32;
+                        while j < b.len() {
+                            match b[j] {
+                                b'(' => level += 1,
+                                b')' => {
+                                    level -= 1;
+                                    if level == 0 {
+                                        break;
+                                    }
+                                }
+                                _ => {}
+                            }
+                            j += 1;
+                        }
+                        i = j + 1;
+                    }
+                }
+                _ => {
+                    let m = macros.get(word)?;
+                    if m.params.is_some() {
+                        return None;
+                    }
+                    let (o, c) = namespace_braces(macros, &m.body, depth + 1)?;
+                    let closed_here = c.min(open);
+                    open = open - closed_here + o;
+                    close += c - closed_here;
+                }
+            }
+        } else if c == '{' {
+            open += 1;
+            after_namespace = false;
+        } else if c == '}' {
+            if open > 0 {
+                open -= 1;
+            } else {
+                close += 1;
+            }
+        } else if c == '"' && text[i..].starts_with("\"C\"") {
+            i += 3;
+        } else {
+            return None;
+        }
+        if c == '{' || c == '}' {
+            i += 1;
+        }
+    }
+    Some((open, close))
+}
+
 /// Macros that stand for declaration qualifiers (`#define HD __host__ __device__`) or for
 /// nothing: tree-sitter cannot parse `HD int f()`, so their uses are blanked. A macro containing
 /// `__global__` becomes `__global__` in place when the name is long enough, else the offset is
@@ -506,7 +602,11 @@ fn blank_qualifier_macros(u: &mut Unit, macros: &MacroTable) {
         }
         let words: Vec<&str> = m.body.split_whitespace().collect();
         if !words.iter().all(|w| QUALIFIER_WORDS.contains(w)) {
-            return None;
+            // Macros that only open or only close namespaces (`CUB_NAMESPACE_BEGIN`,
+            // `THRUST_NAMESPACE_END`): blanked too, so the braces of a BEGIN/END pair vanish
+            // together and the declarations between them are top-level items.
+            return namespace_braces(macros, &m.body, 0)
+                .and_then(|(open, close)| ((open > 0) != (close > 0)).then_some(false));
         }
         Some(words.contains(&"__global__"))
     };

@@ -179,6 +179,9 @@ pub fn block(k: &Kernel, b: &Block, indent: usize, out: &mut String) {
             Stmt::Continue { .. } => {
                 let _ = writeln!(out, "{pad}continue");
             }
+            Stmt::Assume { cond, .. } => {
+                let _ = writeln!(out, "{pad}assume {}", expr(k, cond));
+            }
             Stmt::Opaque(o) => {
                 let arrays: Vec<&str> = o
                     .arrays

@@ -1,6 +1,7 @@
 //! Symbolic execution of one kernel body for one symbolic thread.
 
-use super::loops::induction_range;
+use super::ctype::{convert, low_wrap, range_of, CTy, Range};
+use super::loops::{additive_step, induction_range};
 use super::{AccInfo, LoopNode, Node, Protocol, SyncInfo, SyncKind, VarInfo};
 use crate::terms::*;
 use cudarace_ir::{
@@ -63,6 +64,10 @@ pub fn build(kernel: &Kernel) -> Protocol {
         causes: Vec::new(),
         exits: Vec::new(),
         loads: HashMap::new(),
+        pow2_vars: HashSet::new(),
+        load_tys: HashMap::new(),
+        assumed: Vec::new(),
+        not_exited: Vec::new(),
     };
     let mut root = Vec::new();
     ex.exec_block(&kernel.body, &mut root);
@@ -188,6 +193,15 @@ struct Exec<'k> {
     /// Thread-dependent early exits seen so far.
     exits: Vec<(Span, String)>,
     loads: HashMap<AccessId, Term>,
+    /// Head variables of loops known to range over powers of two.
+    pow2_vars: HashSet<String>,
+    /// C types of loaded values (the element type of the array read).
+    load_tys: HashMap<AccessId, Option<CTy>>,
+    /// For each thread-dependent `return` seen so far: the thread did not take it.
+    not_exited: Vec<Term>,
+    /// `__assume`/`__requires`/`assert` seen so far, each as `path condition ⇒ cond`: facts
+    /// about the thread's values that guard every later access and barrier.
+    assumed: Vec<Term>,
 }
 
 impl<'k> Exec<'k> {
@@ -355,8 +369,9 @@ impl<'k> Exec<'k> {
                 self.fresh_unknown(!uniform, "unknown", reason)
             }
             Expr::Unary(op, a) => {
+                let ty = self.ty_of(e);
                 let a = self.eval(a);
-                match op {
+                let v = match op {
                     UnOp::Neg => match a {
                         Term::Int(v) => v
                             .checked_neg()
@@ -371,12 +386,47 @@ impl<'k> Exec<'k> {
                         signed: true,
                         args: vec![self.to_int(a)],
                     },
+                };
+                if *op == UnOp::Not {
+                    v
+                } else {
+                    self.wrap_result(v, ty)
                 }
             }
             Expr::Binary(op, a, b) => {
+                let (ta, tb) = (self.ty_of(a), self.ty_of(b));
+                let common = CTy::common(ta, tb);
                 let a = self.eval(a);
                 let b = self.eval(b);
-                self.binary(*op, a, b)
+                match op {
+                    // Wrapping commutes with these: wrap the mathematical result once.
+                    BinOp::Add | BinOp::Sub | BinOp::Mul => {
+                        let v = self.binary(*op, a, b);
+                        self.wrap_result(v, common)
+                    }
+                    BinOp::Shl => {
+                        let v = self.binary(*op, a, b);
+                        self.wrap_result(v, ta.map(CTy::promoted))
+                    }
+                    // These see the converted operands (`-1 < 1u` is false in C).
+                    BinOp::Div
+                    | BinOp::Rem
+                    | BinOp::Lt
+                    | BinOp::Le
+                    | BinOp::Gt
+                    | BinOp::Ge
+                    | BinOp::Eq
+                    | BinOp::Ne => {
+                        let a = self.convert(a, ta, common);
+                        let b = self.convert(b, tb, common);
+                        self.binary(*op, a, b)
+                    }
+                    BinOp::Shr => {
+                        let a = self.convert(a, ta, ta.map(CTy::promoted));
+                        self.binary(*op, a, b)
+                    }
+                    _ => self.binary(*op, a, b),
+                }
             }
             Expr::Ite(c, a, b) => {
                 let c = self.eval(c);
@@ -391,9 +441,14 @@ impl<'k> Exec<'k> {
                 }
             }
             Expr::Cast(ty, a) => {
+                let from = self.ty_of(a);
                 let v = self.eval(a);
                 match ty {
-                    ScalarType::Int { .. } | ScalarType::Float => self.to_int(v),
+                    ScalarType::Int { .. } => {
+                        let v = self.to_int(v);
+                        self.convert(v, from, Self::target_ty(*ty))
+                    }
+                    ScalarType::Float => self.to_int(v),
                     ScalarType::Bool => self.to_bool(v),
                     _ => {
                         let varying = thread_varying(&v);
@@ -445,6 +500,136 @@ impl<'k> Exec<'k> {
             Term::Le(lo, x) => **x == *t && as_int(lo).is_some_and(|v| v >= 0),
             _ => false,
         })
+    }
+
+    /// The C type of an expression (after promotion; `None` for non-integers and unknowns).
+    fn ty_of(&self, e: &Expr) -> Option<CTy> {
+        match e {
+            Expr::Int(v) => Some(if i32::try_from(*v).is_ok() {
+                CTy::INT
+            } else {
+                CTy::LONG
+            }),
+            Expr::Bool(_) => Some(CTy::INT),
+            Expr::Float(_) | Expr::Unknown(_) => None,
+            Expr::Builtin(Builtin::WarpSize) => Some(CTy::INT),
+            Expr::Builtin(_) => Some(CTy::UINT),
+            Expr::Param(p) => self.k.params.get(p.0 as usize).and_then(|p| CTy::of(p.ty)),
+            Expr::Local(l) => self.k.locals.get(l.0 as usize).and_then(|l| CTy::of(l.ty)),
+            Expr::Load(a) => self.load_tys.get(a).copied().flatten(),
+            Expr::Unary(UnOp::Not, _) => Some(CTy::INT),
+            Expr::Unary(_, a) => self.ty_of(a).map(CTy::promoted),
+            Expr::Binary(op, a, b) => match op {
+                BinOp::Lt
+                | BinOp::Le
+                | BinOp::Gt
+                | BinOp::Ge
+                | BinOp::Eq
+                | BinOp::Ne
+                | BinOp::And
+                | BinOp::Or => Some(CTy::INT),
+                BinOp::Shl | BinOp::Shr => self.ty_of(a).map(CTy::promoted),
+                _ => CTy::common(self.ty_of(a), self.ty_of(b)),
+            },
+            Expr::Ite(_, a, b) => CTy::common(self.ty_of(a), self.ty_of(b)),
+            Expr::Cast(ty, _) => CTy::of(*ty).map(CTy::promoted),
+        }
+    }
+
+    /// The declared (unpromoted) type a cast or an assignment converts to.
+    fn target_ty(ty: ScalarType) -> Option<CTy> {
+        match ty {
+            ScalarType::Bool => None,
+            other => CTy::of(other),
+        }
+    }
+
+    /// The interval of a variable: launch limits for thread/block ids and sizes, the declared
+    /// range of typed values, and bounds the path condition states (`0 < s` in `s > 0` loops).
+    fn var_range(&self, v: &str) -> Range {
+        let mut r = self.declared_range(v);
+        let conj: Vec<&Term> = match &self.pc {
+            Term::And(ts) => ts.iter().collect(),
+            other => vec![other],
+        };
+        let is_v = |t: &Term| matches!(t, Term::Var(n) if n == v);
+        // Bounds of the other side (declared ranges only, so that this cannot recurse).
+        let lo_of = |t: &Term| range_of(t, &|x| self.declared_range(x)).lo;
+        let hi_of = |t: &Term| range_of(t, &|x| self.declared_range(x)).hi;
+        let raise = |r: &mut Range, l: i128| r.lo = Some(r.lo.map_or(l, |x| x.max(l)));
+        let lower = |r: &mut Range, h: i128| r.hi = Some(r.hi.map_or(h, |x| x.min(h)));
+        for t in conj {
+            match t {
+                Term::Lt(a, b) if is_v(b) => {
+                    lo_of(a).into_iter().for_each(|k| raise(&mut r, k + 1))
+                }
+                Term::Le(a, b) if is_v(b) => lo_of(a).into_iter().for_each(|k| raise(&mut r, k)),
+                Term::Lt(a, b) if is_v(a) => {
+                    hi_of(b).into_iter().for_each(|k| lower(&mut r, k - 1))
+                }
+                Term::Le(a, b) if is_v(a) => hi_of(b).into_iter().for_each(|k| lower(&mut r, k)),
+                _ => {}
+            }
+        }
+        r
+    }
+
+    /// The interval of a variable from launch limits and declared types alone.
+    fn declared_range(&self, v: &str) -> Range {
+        let base = super::base_name(v);
+        if base.starts_with("tid.") {
+            Range::new(0, 1023)
+        } else if base.starts_with("bid.") {
+            Range::new(0, (1 << 31) - 2)
+        } else if base.starts_with("blockDim.") {
+            Range::new(1, 1024)
+        } else if base.starts_with("gridDim.") {
+            Range::new(1, (1 << 31) - 1)
+        } else {
+            match self.p.vars.get(base) {
+                Some(i) if i.sort == Sort::Bool => Range::new(0, 1),
+                Some(i) => Range {
+                    lo: i.lo.map(i128::from),
+                    hi: i.hi.map(i128::from),
+                },
+                None => Range::ANY,
+            }
+        }
+    }
+
+    fn range(&self, t: &Term) -> Range {
+        range_of(t, &|v| self.var_range(v))
+    }
+
+    /// Convert a value of type `from` to type `to` (C conversions; see [`super::ctype`]).
+    fn convert(&self, t: Term, from: Option<CTy>, to: Option<CTy>) -> Term {
+        if from.is_none() || to.is_none() || self.is_bool(&t) {
+            return t;
+        }
+        convert(t, to, &|v| self.var_range(v))
+    }
+
+    /// The result of arithmetic in type `ty`: unsigned results that may be negative wrap.
+    fn wrap_result(&self, t: Term, ty: Option<CTy>) -> Term {
+        match ty {
+            Some(ty) if !ty.signed => {
+                let r = self.range(&t);
+                low_wrap(t, ty.bits, r)
+            }
+            _ => t,
+        }
+    }
+
+    /// A power of two by shape: a constant, a head variable of a doubling/halving loop over
+    /// powers of two, or one of those divided by a constant power of two (`k >> 1`).
+    fn is_pow2(&self, t: &Term) -> bool {
+        match t {
+            Term::Int(v) => *v > 0 && v & (v - 1) == 0,
+            Term::Var(n) => self.pow2_vars.contains(n),
+            Term::Div(a, b) => self.is_pow2(a) && self.is_pow2(b),
+            Term::Mul(ts) => !ts.is_empty() && ts.iter().all(|x| self.is_pow2(x)),
+            _ => false,
+        }
     }
 
     fn binary(&mut self, op: BinOp, a: Term, b: Term) -> Term {
@@ -529,7 +714,21 @@ impl<'k> Exec<'k> {
                                 ite(clear, set, other)
                             }
                             None if op == BinOp::BitOr => bit(BitOp::Or, a, b),
-                            None => bit(BitOp::Xor, a, b),
+                            // `t ^ p` for a symbolic power of two `p` and `t >= 0`: flip bit
+                            // log2(p), written with `mod` (exact; no bit-vector bridging).
+                            None => {
+                                // `t ^ p` for a symbolic power of two `p` and `t >= 0` flips bit
+                                // log2(p): written exactly with `mod` (no bit-vector bridging,
+                                // which Z3 4.8.12 handles slowly); `encode` knows this shape
+                                // for its xor lemmas.
+                                if self.is_pow2(&b) && self.non_negative(&a) {
+                                    crate::terms::flip_bit(a, b)
+                                } else if self.is_pow2(&a) && self.non_negative(&b) {
+                                    crate::terms::flip_bit(b, a)
+                                } else {
+                                    bit(BitOp::Xor, a, b)
+                                }
+                            }
                         }
                     }
                     BinOp::Lt => lt(a, b),
@@ -566,6 +765,12 @@ impl<'k> Exec<'k> {
         match s {
             Stmt::Assign { local, value, .. } => {
                 let v = self.eval(value);
+                let to = self
+                    .k
+                    .locals
+                    .get(local.0 as usize)
+                    .and_then(|l| Self::target_ty(l.ty));
+                let v = self.convert(v, self.ty_of(value), to);
                 if self.nonuniform_ctl > 0 {
                     self.assigned_nonuniform.insert(*local);
                 }
@@ -584,9 +789,25 @@ impl<'k> Exec<'k> {
                         .get(a.array.0 as usize)
                         .map(|x| x.name.clone())
                         .unwrap_or_default();
-                    let t = self.fresh_unknown(varying, "load", format!("data read from `{name}`"));
+                    let elem = self.k.arrays.get(a.array.0 as usize).map(|x| x.elem);
+                    let (_, lo, hi) = elem.map(type_range).unwrap_or((Sort::Int, None, None));
+                    let t = self.fresh(
+                        if varying { "$" } else { "%" },
+                        "load",
+                        VarInfo {
+                            sort: Sort::Int,
+                            reason: Some(format!("data read from `{name}`")),
+                            lo,
+                            hi,
+                        },
+                    );
+                    self.load_tys
+                        .insert(a.id, elem.and_then(Self::target_ty).map(CTy::promoted));
                     self.loads.insert(a.id, t);
                 }
+                let mut guard = vec![self.pc.clone()];
+                guard.extend(self.assumed.iter().cloned());
+                let guard = and(guard);
                 self.p.accs.push(AccInfo {
                     id: a.id,
                     array: a.array,
@@ -594,7 +815,7 @@ impl<'k> Exec<'k> {
                     index,
                     flat: a.flat,
                     value,
-                    guard: self.pc.clone(),
+                    guard,
                     span: a.span,
                 });
                 out.push(Node::Acc(self.p.accs.len() - 1));
@@ -621,9 +842,13 @@ impl<'k> Exec<'k> {
                     self.p.syncs.push(SyncInfo {
                         kind,
                         guard: self.pc.clone(),
-                        facts: tru(),
+                        // Assumptions are facts, not reach conditions: a thread whose
+                        // assumption fails does not run, it does not skip the barrier.
+                        facts: and(self.assumed.clone()),
                         span: b.span,
                         cause,
+                        same_iteration: Vec::new(),
+                        not_exited: and(self.not_exited.clone()),
                     });
                     out.push(Node::Sync(self.p.syncs.len() - 1));
                 }
@@ -708,6 +933,9 @@ impl<'k> Exec<'k> {
             Stmt::Loop(l) => self.exec_loop(l, out),
             Stmt::Return { span } => {
                 self.record_exit(*span, "return");
+                if thread_varying(&self.pc) {
+                    self.not_exited.push(not(self.pc.clone()));
+                }
                 if self.loop_depth > 0 {
                     self.returned_in_loop = true;
                 }
@@ -727,6 +955,17 @@ impl<'k> Exec<'k> {
             Stmt::Continue { span } => {
                 self.record_exit(*span, "skip the rest of the iteration");
                 self.dead = true;
+            }
+            Stmt::Assume { cond, .. } => {
+                let c = self.eval(cond);
+                let c = self.to_bool(c);
+                let fact = match &self.pc {
+                    Term::Bool(true) => c,
+                    pc => Term::implies(pc.clone(), c),
+                };
+                if fact != tru() {
+                    self.assumed.push(fact);
+                }
             }
             Stmt::Opaque(o) => {
                 for a in &o.arrays {
@@ -766,6 +1005,46 @@ impl<'k> Exec<'k> {
         }
     }
 
+    /// Locals counted up from a non-negative start by a non-negative step (`i = tid; …; i +=
+    /// blockDim.x`) and assigned nowhere else in the loop: never negative at the loop head. Known
+    /// before the body runs, so that unsigned arithmetic on them needs no wraparound case.
+    fn non_negative_inductions(
+        &mut self,
+        lp: &Loop,
+        assigned: &[LocalId],
+        init: &HashMap<LocalId, Term>,
+    ) -> HashSet<LocalId> {
+        fn simple(e: &Expr) -> bool {
+            match e {
+                Expr::Int(_) | Expr::Builtin(_) | Expr::Param(_) => true,
+                Expr::Binary(BinOp::Add | BinOp::Mul, a, b) => simple(a) && simple(b),
+                Expr::Cast(_, a) => simple(a),
+                _ => false,
+            }
+        }
+        let mut elsewhere = BTreeSet::new();
+        assigned_locals(&lp.body, &mut elsewhere);
+        assigned_locals(&lp.cond_effects, &mut elsewhere);
+        let mut out = HashSet::new();
+        let [Stmt::Assign { local, value, .. }] = lp.step.as_slice() else {
+            return out;
+        };
+        let step = match value {
+            Expr::Binary(BinOp::Add, a, b) if **a == Expr::Local(*local) => b,
+            Expr::Binary(BinOp::Add, a, b) if **b == Expr::Local(*local) => a,
+            _ => return out,
+        };
+        if !assigned.contains(local) || elsewhere.contains(local) || !simple(step) {
+            return out;
+        }
+        let st = self.eval(step);
+        let starts = init.get(local).map(|t| self.range(t).lo);
+        if self.range(&st).lo.is_some_and(|l| l >= 0) && starts.flatten().is_some_and(|l| l >= 0) {
+            out.insert(*local);
+        }
+        out
+    }
+
     fn exec_loop(&mut self, lp: &Loop, out: &mut Vec<Node>) {
         self.exec_block(&lp.init, out);
         if self.dead {
@@ -793,6 +1072,8 @@ impl<'k> Exec<'k> {
             };
             init.insert(l, v);
         }
+        let mut pow2_locals: HashSet<LocalId> = HashSet::new();
+        let non_negative_heads = self.non_negative_inductions(lp, &assigned, &init);
         let mut uniform: HashSet<LocalId> = assigned
             .iter()
             .copied()
@@ -801,6 +1082,8 @@ impl<'k> Exec<'k> {
         let do_while = lp.kind == LoopKind::DoWhile;
         let continues = has_own_continue(&lp.body);
         let (accs0, syncs0, exits0) = (self.p.accs.len(), self.p.syncs.len(), self.exits.len());
+        let assumed0 = self.assumed.len();
+        let not_exited0 = self.not_exited.len();
         let saved_ctl = (
             self.nonuniform_ctl,
             std::mem::take(&mut self.assigned_nonuniform),
@@ -809,6 +1092,8 @@ impl<'k> Exec<'k> {
             self.returned_nonuniform,
         );
         loop {
+            self.assumed.truncate(assumed0);
+            self.not_exited.truncate(not_exited0);
             self.p.accs.truncate(accs0);
             self.p.syncs.truncate(syncs0);
             self.exits.truncate(exits0);
@@ -823,6 +1108,10 @@ impl<'k> Exec<'k> {
             for &l in &assigned {
                 let (name, sort, lo, hi) = self.local_info(l);
                 let prefix = if uniform.contains(&l) { "%" } else { "$" };
+                let lo = match (lo, non_negative_heads.contains(&l)) {
+                    (Some(x), true) => Some(x.max(0)),
+                    (lo, _) => lo,
+                };
                 let h = self.fresh(
                     prefix,
                     &format!("loop.{name}"),
@@ -833,6 +1122,11 @@ impl<'k> Exec<'k> {
                         hi,
                     },
                 );
+                if pow2_locals.contains(&l) {
+                    if let Term::Var(n) = &h {
+                        self.pow2_vars.insert(n.clone());
+                    }
+                }
                 heads.push((l, h.clone()));
                 self.set_local(l, h);
             }
@@ -885,6 +1179,17 @@ impl<'k> Exec<'k> {
                 })
                 .collect();
             let mut changed = false;
+            // Doubling from a power of two, or halving one (under a `> 0` test), stays a power
+            // of two: then `t ^ j` has an exact linear-modulo form (see `binary`). Re-run the
+            // body once with that knowledge.
+            for (l, h) in &heads {
+                let grows = matches!(&end[l], Term::Mul(ts) if ts.len() == 2 && ts.contains(h) && ts.contains(&int(2)));
+                let shrinks = matches!(&end[l], Term::Div(a, b) if **a == *h && **b == int(2));
+                if (grows || shrinks) && self.is_pow2(&init[l]) && !pow2_locals.contains(l) {
+                    pow2_locals.insert(*l);
+                    changed = true;
+                }
+            }
             for &l in &assigned {
                 if uniform.contains(&l)
                     && (thread_varying(&end[&l]) || self.assigned_nonuniform.contains(&l))
@@ -907,7 +1212,9 @@ impl<'k> Exec<'k> {
                     "alive",
                     VarInfo {
                         sort: Sort::Bool,
-                        reason: Some("whether the thread left the loop in an earlier iteration".into()),
+                        reason: Some(
+                            "whether the thread left the loop in an earlier iteration".into(),
+                        ),
                         lo: None,
                         hi: None,
                     },
@@ -926,6 +1233,7 @@ impl<'k> Exec<'k> {
 
             // Ranges of the head variables.
             let mut ranges = Vec::new();
+            let mut links: Vec<(Term, Term)> = Vec::new();
             let mut first = HashMap::new();
             let mut next = HashMap::new();
             for (l, h) in &heads {
@@ -958,6 +1266,13 @@ impl<'k> Exec<'k> {
                     Some(r) => {
                         ranges.push(r);
                         next.insert(name.clone(), end[l].clone());
+                        if name.starts_with('$') {
+                            if let Some(step) = additive_step(h, &end[l]) {
+                                if !thread_varying(&step) {
+                                    links.push((h.clone(), init[l].clone()));
+                                }
+                            }
+                        }
                     }
                     None => {
                         if continues && assigned_in_body {
@@ -1025,11 +1340,31 @@ impl<'k> Exec<'k> {
                 }
             }
             let range = and(ranges);
+            // A `do` loop runs its first iteration unconditionally and every later one only
+            // where the condition held: its accesses happen at the first values or under `c`
+            // (without this, a count-down `do` loop's variable ranges below its exit value).
+            let reached = if do_while {
+                // The first iteration, told by the variables the condition tests (others,
+                // like an accumulator, say nothing about which iteration this is).
+                let at_first: Vec<Term> = heads
+                    .iter()
+                    .filter(|(_, h)| h_name(h).is_some_and(|n| mentions_var(&c, n)))
+                    .filter_map(|(l, h)| init.get(l).map(|i| eq(h.clone(), i.clone())))
+                    .collect();
+                or(vec![and(at_first), c.clone()])
+            } else {
+                tru()
+            };
             for a in &mut self.p.accs[accs0..] {
-                a.guard = and(vec![range.clone(), a.guard.clone()]);
+                a.guard = and(vec![range.clone(), reached.clone(), a.guard.clone()]);
             }
             for s in &mut self.p.syncs[syncs0..] {
+                s.guard = and(vec![reached.clone(), s.guard.clone()]);
+                if s.cause.is_none() && thread_varying(&reached) {
+                    s.cause = Some((lp.span, "the loop condition depends on the thread".into()));
+                }
                 s.facts = and(vec![range.clone(), s.facts.clone()]);
+                s.same_iteration.extend(links.iter().cloned());
             }
             let head = and(vec![range, c]);
             let enter = if do_while {

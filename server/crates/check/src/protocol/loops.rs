@@ -56,7 +56,7 @@ pub fn fits_below(init: &Term, step: &Term) -> bool {
 }
 
 /// The step of an arithmetic induction: `end = h + c` with `c` free of `h`.
-fn additive_step(h: &Term, end: &Term) -> Option<Term> {
+pub fn additive_step(h: &Term, end: &Term) -> Option<Term> {
     let name = match h {
         Term::Var(n) => n.as_str(),
         _ => return None,

@@ -6,6 +6,7 @@
 //! loop head, inductions recognized into ranges). [`align`](crate::align) and
 //! [`split`](crate::split) cut this tree into barrier intervals.
 
+pub mod ctype;
 mod exec;
 mod loops;
 
@@ -49,6 +50,13 @@ pub struct SyncInfo {
     pub span: Span,
     /// The innermost thread-dependent condition or early exit on the path to the barrier.
     pub cause: Option<(Span, String)>,
+    /// Per-thread arithmetic inductions `(h, init)` of the enclosing loops (uniform step): two
+    /// threads in the same iteration have `h - init` equal. Divergence compares two threads at
+    /// the same iteration (a barrier reached in iteration k by one thread and not by the other).
+    pub same_iteration: Vec<(Term, Term)>,
+    /// The thread has not left the kernel by a thread-dependent `return` before this barrier
+    /// (lanes that exited do not take part in a `__syncwarp()`).
+    pub not_exited: Term,
 }
 
 #[derive(Debug, Clone)]

@@ -294,6 +294,18 @@ impl<'a, 't> Lowerer<'a, 't> {
                 return Val::Void;
             }
             "__threadfence" | "__threadfence_block" | "__threadfence_system" => return Val::Void,
+            // GPUVerify-style annotations: a guard on what follows.
+            "__requires" | "__assume" | "assert" => {
+                if let Some(a) = args.first() {
+                    let cond = self.scalar_expr(*a);
+                    self.emit(Stmt::Assume { cond, span });
+                }
+                return Val::Void;
+            }
+            // Loop invariants and postconditions: not needed by the checker, accepted and ignored.
+            "__invariant" | "__global_invariant" | "__ensures" | "__function_wide_invariant" => {
+                return Val::Void
+            }
             "this_thread_block" => return Val::Group(GroupKind::Block),
             "this_grid" => return Val::Group(GroupKind::Grid),
             "coalesced_threads" => return Val::Group(GroupKind::Tile(None)),
@@ -363,7 +375,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 }
                 return v;
             }
-            "printf" | "assert" | "__assert_fail" | "__prof_trigger" | "__nanosleep"
+            "printf" | "__assert_fail" | "__prof_trigger" | "__nanosleep"
             | "__builtin_assume" => {
                 self.lower_args(args);
                 return Val::Void;
@@ -508,6 +520,19 @@ impl<'a, 't> Lowerer<'a, 't> {
             if let Some(inner) = a.child_by_field_name("argument") {
                 if inner.kind() == "subscript_expression" {
                     if let Ok(p) = self.subscript(inner) {
+                        return p;
+                    }
+                }
+                // `&a[i].m`: the member's cell (the whole element when the layout is unknown).
+                if inner.kind() == "field_expression"
+                    && inner
+                        .child_by_field_name("operator")
+                        .is_some_and(|o| self.text(o) == ".")
+                    && inner
+                        .child_by_field_name("argument")
+                        .is_some_and(|x| x.kind() == "subscript_expression")
+                {
+                    if let p @ Place::Cell { .. } = self.place_of(inner) {
                         return p;
                     }
                 }

@@ -341,7 +341,9 @@ impl<'a, 't> Lowerer<'a, 't> {
             Some(Binding::Local(l)) => Val::S(Expr::Local(l)),
             Some(Binding::Value(e)) => Val::S(e),
             Some(Binding::Array(id)) => {
-                if self.k.arrays[id.0 as usize].dims.is_empty() {
+                if self.k.arrays[id.0 as usize].dims.is_empty()
+                    || self.struct_elem_dims(id) == Some(0)
+                {
                     let p = Place::Cell {
                         array: id,
                         index: vec![],
@@ -451,9 +453,23 @@ impl<'a, 't> Lowerer<'a, 't> {
                 _ => Val::S(self.unknown("member of a non-pointer", span, false)),
             };
         }
+        let struct_name = arg.kind() == "identifier"
+            && match self.lookup(&self.text(arg)) {
+                Some(Binding::Array(id)) => self.struct_members.contains_key(&id),
+                Some(Binding::Cell(Place::Cell { array, .. })) => {
+                    self.struct_members.contains_key(&array)
+                }
+                _ => false,
+            };
+        if struct_name {
+            // A member of a shared struct (or a reference to an element of a struct array).
+            let p = self.place_of(n);
+            return Val::S(self.read(p, span));
+        }
         match arg.kind() {
             "subscript_expression" | "pointer_expression" | "parenthesized_expression" => {
                 let p = self.place_of(arg);
+                let p = self.select_member(p, &fname, span);
                 Val::S(self.read(p, span))
             }
             _ => match self.expr(arg) {

@@ -26,6 +26,12 @@ const MAX_DEPTH: u32 = 200;
 pub(crate) const MAX_INLINE_DEPTH: usize = 16;
 /// Syntax nodes visited per kernel (inlining can multiply code) before giving up.
 const MAX_WORK: u64 = 3_000_000;
+/// Loops nested (across inlined device functions) beyond which a kernel is unsupported: every
+/// loop level adds quantified variables to each access pair's query.
+pub(crate) const MAX_LOOP_NESTING: u32 = 12;
+/// Memory accesses per kernel (after inlining and struct expansion) beyond which a kernel is
+/// unsupported: the checker's work grows with the number of access pairs.
+pub(crate) const MAX_ACCESSES: u32 = 20_000;
 /// Stands for "every array of the kernel" in an [`Opaque`] while lowering; replaced at the end.
 pub(crate) const ALL_ARRAYS: ArrayId = ArrayId(u32::MAX);
 
@@ -85,7 +91,9 @@ fn lower_file_inner(
             text: u.text.clone(),
         });
         let mut t = match tree {
-            Some(t) if i == 0 && *u.clean == *u.text => t.clone(),
+            // A tree with errors is not reused: tree-sitter's error recovery after incremental
+            // edits may differ from a fresh parse, and the IR must not depend on edit history.
+            Some(t) if i == 0 && *u.clean == *u.text && !t.root_node().has_error() => t.clone(),
             _ => crate::parse::parse(&u.clean, None),
         };
         if t.root_node().has_error() {
@@ -356,6 +364,11 @@ pub(crate) struct Lowerer<'a, 't> {
     pub accessed: HashSet<ArrayId>,
     /// Arrays re-viewed with another element type through a pointer cast.
     pub view_changed: HashSet<ArrayId>,
+    /// Arrays of structs with a known scalar layout (`float2`, a struct defined in the file):
+    /// the IR array has one extra last dimension, the member number, so `a[i].x` and `a[i].y`
+    /// are different cells. A whole element (`a[i]`) is every member; a pointer into such an
+    /// array has an unknown offset (its arithmetic counts elements, not members).
+    pub struct_members: HashMap<ArrayId, Vec<String>>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -396,6 +409,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             shared_decls: HashMap::new(),
             accessed: HashSet::new(),
             view_changed: HashSet::new(),
+            struct_members: HashMap::new(),
         }
     }
 
@@ -482,7 +496,100 @@ impl<'a, 't> Lowerer<'a, 't> {
         id
     }
 
+    /// Member names of the element type `ty` when it is a CUDA vector type or a struct of
+    /// scalars defined in the file.
+    pub fn struct_layout(&self, ty: &str) -> Option<Vec<String>> {
+        let words: Vec<&str> = ty
+            .split_whitespace()
+            .filter(|w| !matches!(*w, "const" | "volatile" | "struct" | "class" | "static"))
+            .collect();
+        let [name] = words.as_slice() else {
+            return None;
+        };
+        let name = name.strip_prefix("::").unwrap_or(name);
+        if let Some(n) = types::vector_width(name) {
+            return Some(
+                ["x", "y", "z", "w"][..n]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+            );
+        }
+        self.tab.struct_layouts.get(name).cloned().flatten()
+    }
+
+    /// Declares `id` as an array of structs with members `members` (adds the member dimension).
+    pub fn make_struct_array(&mut self, id: ArrayId, members: Vec<String>) {
+        let n = members.len() as i64;
+        self.k.arrays[id.0 as usize].dims.push(Some(Expr::Int(n)));
+        self.struct_members.insert(id, members);
+    }
+
+    /// Number of element dimensions (without the member dimension) of a struct array.
+    pub fn struct_elem_dims(&self, id: ArrayId) -> Option<usize> {
+        self.struct_members
+            .get(&id)
+            .map(|_| self.k.arrays[id.0 as usize].dims.len().saturating_sub(1))
+    }
+
+    /// `place.member`: selects the member cell of a whole struct element.
+    pub fn select_member(&mut self, p: Place, member: &str, span: Span) -> Place {
+        match p {
+            Place::Cell {
+                array,
+                mut index,
+                flat: false,
+            } if self.struct_elem_dims(array) == Some(index.len()) => {
+                let no = self
+                    .struct_members
+                    .get(&array)
+                    .and_then(|m| m.iter().position(|f| f == member));
+                index.push(match no {
+                    Some(no) => Expr::Int(no as i64),
+                    None => self.unknown(format!("struct member `{member}`"), span, false),
+                });
+                Place::Cell {
+                    array,
+                    index,
+                    flat: false,
+                }
+            }
+            p => p,
+        }
+    }
+
+    /// Whether a place is a whole element of a struct array (all its member cells).
+    pub fn is_whole_struct(&self, array: ArrayId, index: &[Expr], flat: bool) -> bool {
+        !flat && self.struct_elem_dims(array) == Some(index.len())
+    }
+
     pub fn access(
+        &mut self,
+        array: ArrayId,
+        index: Vec<Expr>,
+        flat: bool,
+        mode: AccessMode,
+        value: Option<Expr>,
+        span: Span,
+    ) -> AccessId {
+        if self.is_whole_struct(array, &index, flat) {
+            // A whole struct element: one access per member (a copy reads or writes them all).
+            let n = self.struct_members.get(&array).map_or(0, |m| m.len());
+            let mut last = None;
+            for m in 0..n {
+                let mut idx = index.clone();
+                idx.push(Expr::Int(m as i64));
+                let v = if n == 1 { value.clone() } else { None };
+                last = Some(self.access_cell(array, idx, false, mode, v, span));
+            }
+            if let Some(id) = last {
+                return id;
+            }
+        }
+        self.access_cell(array, index, flat, mode, value, span)
+    }
+
+    fn access_cell(
         &mut self,
         array: ArrayId,
         index: Vec<Expr>,
@@ -493,6 +600,11 @@ impl<'a, 't> Lowerer<'a, 't> {
     ) -> AccessId {
         let id = AccessId(self.next_access);
         self.next_access += 1;
+        if self.next_access > MAX_ACCESSES {
+            self.set_unsupported(format!(
+                "the kernel has more than {MAX_ACCESSES} memory accesses after inlining"
+            ));
+        }
         self.accessed.insert(array);
         self.emit(Stmt::Access(Access {
             id,
@@ -607,6 +719,12 @@ impl<'a, 't> Lowerer<'a, 't> {
             _ => (MemSpace::Global, ArrayOrigin::DeviceGlobal),
         };
         let id = self.new_array(name, space, origin, elem, types::elem_size(&ty), dims, span);
+        let plain = matches!(declarator_shape(g.declarator), Shape::Array | Shape::Scalar);
+        if origin != ArrayOrigin::ExternShared && plain {
+            if let Some(m) = self.struct_layout(&ty) {
+                self.make_struct_array(id, m);
+            }
+        }
         Binding::Array(id)
     }
 

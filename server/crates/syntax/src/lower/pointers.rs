@@ -67,11 +67,26 @@ impl<'a, 't> Lowerer<'a, 't> {
     }
 
     pub fn array_ptr(&mut self, id: ArrayId, span: Span) -> PtrVal {
+        if self.struct_members.contains_key(&id) {
+            return self.struct_array_ptr(id, span);
+        }
         let stride = self.row_stride(id, span);
         PtrVal {
             base: Base::Arr(id),
             off: Expr::Int(0),
             stride,
+            elem_size: self.elem_size(id),
+        }
+    }
+
+    /// A pointer into an array of structs: its offset is unknown, because pointer arithmetic
+    /// counts elements while the IR array counts members.
+    fn struct_array_ptr(&mut self, id: ArrayId, span: Span) -> PtrVal {
+        let off = self.unknown("pointer into an array of structs", span, false);
+        PtrVal {
+            base: Base::Arr(id),
+            off,
+            stride: Expr::Int(1),
             elem_size: self.elem_size(id),
         }
     }
@@ -146,6 +161,32 @@ impl<'a, 't> Lowerer<'a, 't> {
                 && !self.expanding.contains(&name);
             if !is_macro {
                 match self.lookup(&name) {
+                    Some(Binding::Array(id)) if self.struct_elem_dims(id).is_some() => {
+                        let d0 = self.struct_elem_dims(id).unwrap_or(0);
+                        let mut exprs: Vec<Expr> =
+                            idxs.iter().map(|i| self.scalar_expr(*i)).collect();
+                        if self.view_changed.contains(&id) {
+                            for e in exprs.iter_mut() {
+                                *e = self.unknown("index into an array also accessed through a pointer of another element type", span, false);
+                            }
+                        }
+                        if exprs.len() < d0 {
+                            // A pointer to a row of structs: its arithmetic counts elements.
+                            let p = self.array_ptr(id, span);
+                            return Err(p);
+                        }
+                        if exprs.len() > d0 {
+                            // `a[i][j]` past the element (an `operator[]` of the struct): some
+                            // member.
+                            exprs.truncate(d0);
+                            exprs.push(self.unknown("subscript of a struct element", span, false));
+                        }
+                        return Ok(Place::Cell {
+                            array: id,
+                            index: exprs,
+                            flat: false,
+                        });
+                    }
                     Some(Binding::Array(id)) => {
                         let d = self.k.arrays[id.0 as usize].dims.len();
                         if idxs.len() <= d && d > 0 {
@@ -270,7 +311,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                 match self.lookup(&name) {
                     Some(Binding::Local(l)) => Place::Local(l),
                     Some(Binding::Array(id)) => {
-                        if self.k.arrays[id.0 as usize].dims.is_empty() {
+                        if self.k.arrays[id.0 as usize].dims.is_empty()
+                            || self.struct_elem_dims(id) == Some(0)
+                        {
                             Place::Cell {
                                 array: id,
                                 index: vec![],
@@ -337,7 +380,14 @@ impl<'a, 't> Lowerer<'a, 't> {
                 // A member of an array element is (part of) that element; a member of a local
                 // struct is thread-private.
                 match self.place_of(arg) {
-                    c @ Place::Cell { .. } => c,
+                    c @ Place::Cell { .. } => {
+                        let member = n
+                            .child_by_field_name("field")
+                            .map(|f| self.text(f))
+                            .unwrap_or_default();
+                        let span = self.span(n);
+                        self.select_member(c, &member, span)
+                    }
                     Place::Many(v) => Place::Many(v),
                     Place::Unknown => Place::Unknown,
                     _ => Place::Private,
@@ -357,6 +407,9 @@ impl<'a, 't> Lowerer<'a, 't> {
     pub fn place_to_ptr(&mut self, p: Place, span: Span) -> PtrVal {
         let one = Expr::Int(1);
         match p {
+            Place::Cell { array, .. } if self.struct_members.contains_key(&array) => {
+                self.struct_array_ptr(array, span)
+            }
             Place::Cell { array, index, flat } => {
                 let off = if flat || index.len() <= 1 {
                     index.first().cloned().unwrap_or(Expr::Int(0))
@@ -443,6 +496,11 @@ impl<'a, 't> Lowerer<'a, 't> {
 
     pub fn read(&mut self, p: Place, span: Span) -> Expr {
         match p {
+            Place::Cell { array, index, flat } if self.is_whole_struct(array, &index, flat) => {
+                // All members are read; the value (a struct) is not a scalar.
+                self.access(array, index, flat, AccessMode::Read, None, span);
+                self.unknown("value of a whole struct", span, false)
+            }
             Place::Cell { array, index, flat } => {
                 Expr::Load(self.access(array, index, flat, AccessMode::Read, None, span))
             }

@@ -299,6 +299,12 @@ impl<'a, 't> Lowerer<'a, 't> {
         if let Some(f) = self.frames.last_mut() {
             f.loop_depth += 1;
         }
+        let nesting: u32 = self.frames.iter().map(|f| f.loop_depth).sum();
+        if nesting > MAX_LOOP_NESTING {
+            self.set_unsupported(format!(
+                "loops are nested more than {MAX_LOOP_NESTING} deep (counting inlined device functions)"
+            ));
+        }
         let (_, b) = self.capture(|l| {
             l.push_scope();
             l.stmt(body);
@@ -610,6 +616,12 @@ impl<'a, 't> Lowerer<'a, 't> {
                     dims,
                     nspan,
                 );
+                // `extern __shared__` memory is re-viewed with other types: no member cells.
+                if !is_extern && matches!(shape, Shape::Array | Shape::Scalar) {
+                    if let Some(m) = self.struct_layout(&ty_text) {
+                        self.make_struct_array(id, m);
+                    }
+                }
                 if self.src.at.is_none() {
                     self.shared_decls.insert(key, id);
                 }

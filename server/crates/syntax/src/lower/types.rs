@@ -74,3 +74,25 @@ pub(crate) fn elem_size(type_text: &str) -> Option<i64> {
     }
     Some(-(h & 0x7fff_ffff_ffff) - 1)
 }
+
+/// Number of components of a CUDA built-in vector type (`float2` → 2, `uchar4` → 4).
+pub(crate) fn vector_width(name: &str) -> Option<usize> {
+    let (base, n) = name.split_at(name.len().checked_sub(1)?);
+    let n: usize = n.parse().ok()?;
+    let known = matches!(
+        base,
+        "char"
+            | "uchar"
+            | "short"
+            | "ushort"
+            | "int"
+            | "uint"
+            | "long"
+            | "ulong"
+            | "longlong"
+            | "ulonglong"
+            | "float"
+            | "double"
+    );
+    (known && (1..=4).contains(&n)).then_some(n)
+}
