@@ -670,7 +670,9 @@ impl<'k> Interp<'k> {
             Stmt::Opaque(o) => return inconclusive(format!("opaque statement: {}", o.reason)),
             Stmt::Assume { cond, .. } => {
                 if !self.cond(th, cond)? {
-                    return inconclusive("an assumption (__assume/__requires/assert) does not hold");
+                    return inconclusive(
+                        "an assumption (__assume/__requires/assert) does not hold",
+                    );
                 }
             }
         }

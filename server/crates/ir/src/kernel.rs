@@ -50,7 +50,10 @@ pub struct LaunchConfig {
 
 impl LaunchConfig {
     pub fn is_empty(&self) -> bool {
-        self.block_dim.iter().chain(self.grid_dim.iter()).all(|d| d.is_none())
+        self.block_dim
+            .iter()
+            .chain(self.grid_dim.iter())
+            .all(|d| d.is_none())
     }
 }
 
@@ -113,7 +116,10 @@ pub struct Param {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ScalarType {
-    Int { bits: u8, signed: bool },
+    Int {
+        bits: u8,
+        signed: bool,
+    },
     Bool,
     Float,
     Pointer,
@@ -122,9 +128,18 @@ pub enum ScalarType {
 }
 
 impl ScalarType {
-    pub const INT: ScalarType = ScalarType::Int { bits: 32, signed: true };
-    pub const UINT: ScalarType = ScalarType::Int { bits: 32, signed: false };
-    pub const SIZE_T: ScalarType = ScalarType::Int { bits: 64, signed: false };
+    pub const INT: ScalarType = ScalarType::Int {
+        bits: 32,
+        signed: true,
+    };
+    pub const UINT: ScalarType = ScalarType::Int {
+        bits: 32,
+        signed: false,
+    };
+    pub const SIZE_T: ScalarType = ScalarType::Int {
+        bits: 64,
+        signed: false,
+    };
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -270,22 +285,40 @@ pub type Block = Vec<Stmt>;
 pub enum Stmt {
     /// `local = value` (declarations with an initializer, assignments, `++`, compound assignments).
     /// A declaration without initializer assigns an [`Expr::Unknown`].
-    Assign { local: LocalId, value: Expr, span: Span },
+    Assign {
+        local: LocalId,
+        value: Expr,
+        span: Span,
+    },
     Access(Access),
     Barrier(Barrier),
-    If { cond: Expr, then_branch: Block, else_branch: Block, span: Span },
+    If {
+        cond: Expr,
+        then_branch: Block,
+        else_branch: Block,
+        span: Span,
+    },
     Loop(Loop),
     /// `return` (from the kernel; returns of inlined device functions are lowered away).
-    Return { span: Span },
-    Break { span: Span },
-    Continue { span: Span },
+    Return {
+        span: Span,
+    },
+    Break {
+        span: Span,
+    },
+    Continue {
+        span: Span,
+    },
     /// An effect the front end could not model (ERROR node, call without a body, asm, …).
     Opaque(Opaque),
     /// `__requires(e)`, `__assume(e)`, `assert(e)`: the program continues only where `cond`
     /// holds. The checker constrains every thread's path after this point with it (a guard on
     /// what follows, for both threads of a pair); the interpreter calls a run where it fails
     /// inconclusive.
-    Assume { cond: Expr, span: Span },
+    Assume {
+        cond: Expr,
+        span: Span,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

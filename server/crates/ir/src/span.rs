@@ -4,10 +4,14 @@
 use serde::{Deserialize, Serialize};
 
 /// Index into [`crate::FileIr::files`]. File 0 is the file that was checked; `#include`d files follow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
 pub struct FileId(pub u32);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
 pub struct Span {
     pub file: FileId,
     /// Byte offset of the first byte.
@@ -18,7 +22,11 @@ pub struct Span {
 
 impl Span {
     pub fn new(file: FileId, start: usize, end: usize) -> Self {
-        Span { file, start: start as u32, end: end as u32 }
+        Span {
+            file,
+            start: start as u32,
+            end: end as u32,
+        }
     }
     pub fn len(&self) -> usize {
         (self.end - self.start) as usize
@@ -50,7 +58,10 @@ impl LineIndex {
                 line_starts.push(i as u32 + 1);
             }
         }
-        LineIndex { line_starts, len: text.len() as u32 }
+        LineIndex {
+            line_starts,
+            len: text.len() as u32,
+        }
     }
 
     /// Line and byte column of `offset` (clamped to the text).
@@ -60,12 +71,18 @@ impl LineIndex {
             Ok(l) => l,
             Err(l) => l - 1,
         };
-        LineCol { line: line as u32, col: offset - self.line_starts[line] }
+        LineCol {
+            line: line as u32,
+            col: offset - self.line_starts[line],
+        }
     }
 
     /// Byte offset of a line start (clamped).
     pub fn line_start(&self, line: u32) -> u32 {
-        self.line_starts.get(line as usize).copied().unwrap_or(self.len)
+        self.line_starts
+            .get(line as usize)
+            .copied()
+            .unwrap_or(self.len)
     }
 
     pub fn line_count(&self) -> usize {

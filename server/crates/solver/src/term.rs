@@ -29,7 +29,12 @@ pub enum Term {
     Mod(Box<Term>, Box<Term>),
     /// Bitwise operators on the two's-complement representation in `width` bits; the operands
     /// and the result are integers (the result is read back unsigned when `signed` is false).
-    Bit { op: BitOp, width: u8, signed: bool, args: Vec<Term> },
+    Bit {
+        op: BitOp,
+        width: u8,
+        signed: bool,
+        args: Vec<Term>,
+    },
     Eq(Box<Term>, Box<Term>),
     Lt(Box<Term>, Box<Term>),
     Le(Box<Term>, Box<Term>),
@@ -133,6 +138,9 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { timeout_ms: 2000, rlimit: 10_000_000 }
+        Limits {
+            timeout_ms: 2000,
+            rlimit: 10_000_000,
+        }
     }
 }
