@@ -172,7 +172,9 @@ fn witness_problems(f: &Finding) -> Vec<String> {
             a.thread_idx, a.block_idx
         ));
     }
-    if f.kind == FindingKind::BarrierDivergence && a.block_idx != b.block_idx {
+    // Only a grid-wide sync may be divergent between blocks (its message names both blocks).
+    let grid_sync = f.message.contains("grid.sync()");
+    if f.kind == FindingKind::BarrierDivergence && a.block_idx != b.block_idx && !grid_sync {
         problems.push(format!(
             "of divergence names threads of two blocks ({:?} and {:?})",
             a.block_idx, b.block_idx

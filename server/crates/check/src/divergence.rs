@@ -3,23 +3,35 @@
 //! The barrier's guard is its full path condition (branch conditions, loop ranges and
 //! conditions with the iteration variables of aligned loops shared, "not yet returned"). The
 //! question is `∃ A ≠ B in one block: guard(A) ∧ ¬guard(B)`. A guard over block-uniform values
-//! only is the same for both threads and needs no question.
+//! only is the same for both threads and needs no question — except for a grid-wide sync, which
+//! every thread of the grid must reach, so it is also asked about two threads of different blocks.
 
 use crate::encode::{rename, Encoder, Scope};
 use crate::protocol::{SyncInfo, SyncKind};
 use crate::terms::*;
 use cudarace_solver::Query;
 
-/// `None` when the barrier cannot diverge (uniform guard). A `__syncwarp()` is asked about two
-/// lanes of one warp.
-pub fn divergence_query(enc: &Encoder, s: &SyncInfo) -> Option<(Query, Vec<String>)> {
-    if !thread_varying(&s.guard) {
-        return None;
+/// The questions to ask about one barrier (none when its guard is uniform). A `__syncwarp()` is
+/// asked about two lanes of one warp, a `__syncthreads()` about two threads of one block, and a
+/// grid sync about two threads of one block (a thread-dependent guard) and two threads of
+/// different blocks (a guard that varies across blocks: `blockIdx` is uniform only in a block).
+pub fn divergence_queries(enc: &Encoder, s: &SyncInfo) -> Vec<(Query, Vec<String>)> {
+    let mut out = Vec::new();
+    if thread_varying(&s.guard) {
+        // A full-mask `__syncwarp()` must be reached by every lane of the warp.
+        let scope = Scope::SameBlock {
+            warp: (s.kind == SyncKind::Warp).then_some(true),
+        };
+        out.push(query_in(enc, s, scope));
     }
-    // A full-mask `__syncwarp()` must be reached by every lane of the warp.
-    let scope = Scope::SameBlock {
-        warp: (s.kind == SyncKind::Warp).then_some(true),
-    };
+    if s.kind == SyncKind::Grid && block_varying(&s.guard) {
+        out.push(query_in(enc, s, Scope::CrossBlock));
+    }
+    out
+}
+
+/// `∃ A ≠ B in `scope`: guard(A) ∧ ¬guard(B)`.
+fn query_in(enc: &Encoder, s: &SyncInfo, scope: Scope) -> (Query, Vec<String>) {
     let mut parts = vec![
         rename(scope, 'A', &s.facts),
         rename(scope, 'B', &s.facts),
@@ -37,5 +49,5 @@ pub fn divergence_query(enc: &Encoder, s: &SyncInfo) -> Option<(Query, Vec<Strin
         parts.push(eq(k('A'), k('B')));
     }
     parts.extend(enc.scope_constraints(scope));
-    Some(enc.finish(vec![and(parts)]))
+    enc.finish(vec![and(parts)])
 }

@@ -348,7 +348,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
 
     // Divergence.
     for s in &p.syncs {
-        if let Some((q, reasons)) = divergence::divergence_query(&enc, s) {
+        for (q, reasons) in divergence::divergence_queries(&enc, s) {
             queries.push(q);
             meta.items.push(Item::Divergence {
                 span: s.span,
@@ -498,16 +498,22 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
     };
     let mut w = witness::extract(model, 0);
     w.cell.clear();
-    let ta = thread_text(&w.thread_a, false);
-    let tb = thread_text(&w.thread_b, false);
+    // A grid sync is also asked about threads of different blocks: name the blocks then.
+    let cross_block = w.thread_a.block_idx != w.thread_b.block_idx;
+    let ta = thread_text(&w.thread_a, cross_block);
+    let tb = thread_text(&w.thread_b, cross_block);
     let group = if *barrier == barrier_name(SyncKind::Warp) {
         "warp"
     } else {
         "block"
     };
-    let message = format!(
-        "barrier divergence: {ta} reaches this {barrier} but {tb} of the same {group} does not"
-    );
+    let message = if cross_block {
+        format!("barrier divergence: {ta} reaches this {barrier} but {tb} does not")
+    } else {
+        format!(
+            "barrier divergence: {ta} reaches this {barrier} but {tb} of the same {group} does not"
+        )
+    };
     let related = match cause {
         Some((s, m)) => Related {
             span: *s,
@@ -515,7 +521,11 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
         },
         None => Related {
             span: *span,
-            message: "the path to this barrier depends on the thread".into(),
+            message: if cross_block {
+                "the path to this barrier depends on the block".into()
+            } else {
+                "the path to this barrier depends on the thread".into()
+            },
         },
     };
     let (confidence, confidence_reason) = confidence(reasons, &None);

@@ -7,7 +7,7 @@
 //!  "kernels": [{"file", "name", "line", "column", "verdict", "reason"?, "assumed_launch",
 //!               "time_ms", "queries", "findings"}],
 //!  "findings": [{"kind", "array"?, "confidence", "confidence_reason", "file", "kernel",
-//!                "line", "column", "end_line", "end_column", "message", "same_value_write",
+//!                "line", "column", "end_line", "end_column", "message", "same_value_write", "same_value",
 //!                "severity" ("error"|"warning"|"info"|"off"), "suppressed",
 //!                "suppression"? {"by": "comment"|"config", "file"?, "line"?, "reason"?},
 //!                "related": [{"file", "line", "column", "end_line", "end_column", "message"}],
@@ -131,6 +131,8 @@ pub fn json(reports: &[FileReport]) -> Value {
                 f.insert("end_column".into(), json!(r.end_column));
                 f.insert("message".into(), json!(finding.message));
                 f.insert("same_value_write".into(), json!(finding.same_value_write));
+                // The name the precision issue asks for; both stay (fields are never renamed).
+                f.insert("same_value".into(), json!(finding.same_value_write));
                 f.insert("severity".into(), json!(report.level(finding).as_str()));
                 let suppression = report.suppression(k, fi);
                 f.insert("suppressed".into(), json!(suppression.is_some()));
