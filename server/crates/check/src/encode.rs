@@ -189,6 +189,9 @@ impl<'a> Encoder<'a> {
         let mut cell = Vec::new();
         match self.same_cell(m, &ia, &ib) {
             Some((eqs, c)) => {
+                if self.forces_same_thread(scope, &eqs) {
+                    return (Term::Bool(false), c);
+                }
                 parts.extend(eqs);
                 cell = c;
             }
@@ -202,6 +205,37 @@ impl<'a> Encoder<'a> {
             }
         }
         (and(parts), cell)
+    }
+
+    /// Do the same-cell equalities alone make the two threads of a [`Scope::SameBlock`] pair
+    /// the same thread? True when, for every block dimension `d` not fixed to size 1, one
+    /// equality is literally `A.tid.d == B.tid.d` (e.g. `s[tid]` against `s[tid]`, or
+    /// `s[tid + k]` against `s[tid + k]` with a block-uniform `k`, after [`same_index`] cancels
+    /// the common summands). Proof that the race core is then unsatisfiable: the core contains
+    /// those equalities; a dimension fixed to size 1 has `0 <= tid.d < blockDim.d = 1`, so both
+    /// threads' `tid.d` are 0; hence `A.tid == B.tid` in every dimension, contradicting the
+    /// scope's "some `tid.d` differs". So the pair cannot race in this scope and needs no query.
+    /// (Across blocks, the same `tid` in two blocks can race on global memory: never pruned.)
+    fn forces_same_thread(&self, scope: Scope, eqs: &[Term]) -> bool {
+        if !matches!(scope, Scope::SameBlock { .. }) {
+            return false;
+        }
+        (0..3).all(|d| {
+            matches!(self.launch.block[d], DimSpec::Fixed(1)) || {
+                let (a, b) = (
+                    v(format!("A.tid.{}", DIMS[d])),
+                    v(format!("B.tid.{}", DIMS[d])),
+                );
+                let is_tid_eq = |e: &Term| match e {
+                    Term::Eq(x, y) => (**x == a && **y == b) || (**x == b && **y == a),
+                    _ => false,
+                };
+                eqs.iter().any(|e| match e {
+                    Term::And(ts) => ts.iter().any(is_tid_eq),
+                    other => is_tid_eq(other),
+                })
+            }
+        })
     }
 
     /// `bid·blockDim + tid` identifies a thread: two equal global ids have equal block and
@@ -474,30 +508,38 @@ fn same_index(x: &Term, y: &Term) -> Term {
 
 /// `hi·M + lo` where `lo` is a thread index bounded by `M` (`tid.d < blockDim.d`, and `tid.x <
 /// blockDim.x` under `tid.y·blockDim.x`).
+/// Also `k·blockDim.d + tid.d` with a constant `k`, and the degenerate `blockDim.d + tid.d`
+/// (`k = 1`) and bare `tid.d` (`k = 0`): then two different constants make the cells disjoint
+/// without a query (e.g. `s[tid + 2*T]` against `s[tid + 3*T]`).
 fn split_id(t: &Term) -> Option<(Term, Term, Term)> {
+    let thread_index = |lo: &Term| -> Option<String> {
+        let Term::Var(lo_name) = lo else { return None };
+        let (thread, rest) = lo_name.split_once('.')?;
+        let dim = rest.strip_prefix("tid.")?;
+        (thread == "A" || thread == "B").then(|| format!("blockDim.{dim}"))
+    };
+    if let Some(bound) = thread_index(t) {
+        return Some((int(0), Term::Var(bound), t.clone()));
+    }
     let Term::Add(ts) = t else { return None };
     let [a, b] = ts.as_slice() else { return None };
-    let (prod, lo) = match (a, b) {
-        (Term::Mul(_), lo) => (a, lo),
-        (lo, Term::Mul(_)) => (b, lo),
-        _ => return None,
-    };
-    let Term::Mul(ps) = prod else { return None };
-    let [p, q] = ps.as_slice() else { return None };
-    let Term::Var(lo_name) = lo else { return None };
-    let (thread, rest) = lo_name.split_once('.')?;
-    let dim = rest.strip_prefix("tid.")?;
-    if thread != "A" && thread != "B" {
-        return None;
+    for (high, lo) in [(a, b), (b, a)] {
+        let Some(bound) = thread_index(lo) else {
+            continue;
+        };
+        let is_bound = |x: &Term| matches!(x, Term::Var(n) if *n == bound);
+        let hi = match high {
+            h if is_bound(h) => int(1),
+            Term::Mul(ps) => match ps.as_slice() {
+                [p @ (Term::Var(_) | Term::Int(_)), q] if is_bound(q) => p.clone(),
+                [p, q @ (Term::Var(_) | Term::Int(_))] if is_bound(p) => q.clone(),
+                _ => continue,
+            },
+            _ => continue,
+        };
+        return Some((hi, Term::Var(bound), lo.clone()));
     }
-    let bound = format!("blockDim.{dim}");
-    let (hi, m) = match (p, q) {
-        (Term::Var(pv), Term::Var(qv)) if *qv == bound => (p, pv.clone()),
-        (Term::Var(pv), Term::Var(qv)) if *pv == bound => (q, qv.clone()),
-        _ => return None,
-    };
-    let _ = m;
-    Some((hi.clone(), Term::Var(bound), lo.clone()))
+    None
 }
 
 /// Flatten a sum and list its products `hi·M` with a per-thread `hi` and a thread-independent

@@ -319,7 +319,40 @@ fn barrier_splits_intervals() {
     let r = run(&neighbour(true));
     assert_verdict(&r, Verdict::RaceFree);
     assert!(r.findings.is_empty());
-    assert!(r.queries >= 1);
+    // Left in one interval are only `s[tid]` against itself, which two distinct threads of a
+    // block cannot share (decided without a query); the write/read pair is split apart.
+    assert_eq!(r.queries, 0);
+    assert_verdict(&run(&neighbour(false)), Verdict::Racy);
+}
+
+#[test]
+fn same_thread_cells_need_no_query_but_strided_ones_do() {
+    // `s[tid + 2*T]` against `s[tid + 3*T]` and `s[tid]` against `s[tid]`: disjoint by shape.
+    let mut kb = KB::new("shapes");
+    let s = kb.shared("s", &[4096]);
+    let w1 = kb.wr(s, vec![plus(tid(), times(n(2), bdim()))], 1);
+    let w2 = kb.wr(s, vec![plus(tid(), times(n(3), bdim()))], 2);
+    let w3 = kb.wr(s, vec![tid()], 3);
+    let r = run(&kb.body(vec![w1, w2, w3]));
+    assert_verdict(&r, Verdict::RaceFree);
+    assert_eq!(r.queries, 0);
+    // In a 2-D block, threads of one column share `s[threadIdx.x]`: not pruned.
+    let mut kb = KB::new("columns");
+    let s = kb.shared("s", &[4096]);
+    let t = kb.shared("t", &[64]);
+    let w = kb.wr(s, vec![tid()], 1);
+    let (rd, _) = kb.rd(t, vec![tidy()], 2);
+    let r = run(&kb.body(vec![w, rd]));
+    assert_verdict(&r, Verdict::Racy);
+    assert_eq!(race_lines(&r), vec![(1, 1)]);
+    // `s[tid + 1]` against `s[tid]` is a race the shapes must not hide.
+    let mut kb = KB::new("neighbours");
+    let s = kb.shared("s", &[4096]);
+    let w1 = kb.wr(s, vec![plus(tid(), n(1))], 1);
+    let w2 = kb.wr(s, vec![tid()], 2);
+    let r = run(&kb.body(vec![w1, w2]));
+    assert_verdict(&r, Verdict::Racy);
+    assert_eq!(race_lines(&r), vec![(1, 2)]);
 }
 
 #[test]
@@ -938,7 +971,13 @@ fn uniform_trip_count_around_barrier_is_fine() {
 
 #[test]
 fn solver_unknown_is_never_race_free() {
-    let k = neighbour(true);
+    // Race-free, but only the solver can tell (`s[2*tid]` against `s[2*tid + 1]`).
+    let mut kb = KB::new("halves");
+    let s = kb.shared("s", &[512]);
+    let w = kb.wr(s, vec![times(n(2), tid())], 1);
+    let (rd, _) = kb.rd(s, vec![plus(times(n(2), tid()), n(1))], 2);
+    let k = kb.body(vec![w, rd]);
+    assert_verdict(&run(&k), Verdict::RaceFree);
     let r = check_kernel(&file(), &k, &CheckOptions::default(), &mut |_| {
         Answer::Unknown("timeout".into())
     });
@@ -1203,4 +1242,70 @@ fn undecided_divergence_is_listed_when_races_take_priority() {
         why.contains("could not decide the divergence of a __syncthreads()"),
         "{why}"
     );
+}
+
+/// `depth` nested loops, each reading and writing `s[tid]` (and synchronizing when `sync`).
+fn nested_loops(depth: usize, sync_each: bool) -> Kernel {
+    let mut kb = KB::new("nested");
+    let s = kb.shared("s", &[1024]);
+    let np = kb.param("n");
+    let mut body: Vec<Stmt> = Vec::new();
+    for level in (0..depth).rev() {
+        let i = kb.local(&format!("i{level}"));
+        let line = 10 * level as u32 + 1;
+        let (r, _) = kb.rd(s, vec![tid()], line + 1);
+        let w = kb.wr(s, vec![tid()], line + 2);
+        let mut inner = vec![r, w];
+        if sync_each {
+            inner.push(sync(line + 3));
+        }
+        inner.append(&mut body);
+        body = vec![for_(
+            i,
+            n(0),
+            lt(l(i), np.clone()),
+            plus(l(i), n(1)),
+            inner,
+            line,
+        )];
+    }
+    kb.body(body)
+}
+
+#[test]
+fn nested_loops_stay_linear() {
+    // Each loop used to copy every value created in its body for "the next iteration",
+    // including the copies its inner loops made: 2^depth values.
+    for sync_each in [false, true] {
+        let k = nested_loops(16, sync_each);
+        let p = crate::protocol::build(&k);
+        assert!(p.vars.len() < 2_000, "{} values", p.vars.len());
+        let r = run(&k);
+        assert_verdict(&r, Verdict::RaceFree);
+    }
+}
+
+#[test]
+fn query_cap_counts_queries_not_pruned_pairs() {
+    // 80 writes: 3240 pairs. Disjoint by shape (`s[tid + k*T]`): no query, race-free.
+    let mut kb = KB::new("rows");
+    let s = kb.shared("s", &[1 << 20]);
+    let ws: Vec<Stmt> = (0..80)
+        .map(|k| kb.wr(s, vec![plus(tid(), times(n(k), bdim()))], k as u32 + 1))
+        .collect();
+    let plan = plan_kernel(&file(), &kb.body(ws), &CheckOptions::default());
+    assert!(plan.queries.is_empty());
+    assert_verdict(&finish_kernel(&plan, vec![], 1.0), Verdict::RaceFree);
+    // Only the solver can tell (`s[2*tid + 2*k]`): the cap makes the verdict unknown.
+    let mut kb = KB::new("evens");
+    let s = kb.shared("s", &[1 << 20]);
+    let ws: Vec<Stmt> = (0..80)
+        .map(|k| kb.wr(s, vec![plus(times(n(2), tid()), n(2 * k))], k as u32 + 1))
+        .collect();
+    let plan = plan_kernel(&file(), &kb.body(ws), &CheckOptions::default());
+    assert_eq!(plan.queries.len(), 3000);
+    let answers = vec![Answer::Unsat; plan.queries.len()];
+    let r = finish_kernel(&plan, answers, 1.0);
+    assert_verdict(&r, Verdict::Unknown);
+    assert!(r.reason.unwrap_or_default().contains("3240 pairs"));
 }

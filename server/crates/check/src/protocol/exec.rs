@@ -66,6 +66,8 @@ pub fn build(kernel: &Kernel) -> Protocol {
         loads: HashMap::new(),
         pow2_vars: HashSet::new(),
         load_tys: HashMap::new(),
+        next_copies: HashSet::new(),
+        names: Vec::new(),
         assumed: Vec::new(),
         not_exited: Vec::new(),
     };
@@ -197,6 +199,11 @@ struct Exec<'k> {
     pow2_vars: HashSet<String>,
     /// C types of loaded values (the element type of the array read).
     load_tys: HashMap<AccessId, Option<CTy>>,
+    /// Counter ids of the next-iteration copies made for loops (see `exec_loop`).
+    next_copies: HashSet<u32>,
+    /// Names of the fresh values by counter id (`names[id - 1]`), so that a loop finds the
+    /// values its body created without scanning every value of the kernel.
+    names: Vec<String>,
     /// For each thread-dependent `return` seen so far: the thread did not take it.
     not_exited: Vec<Term>,
     /// `__assume`/`__requires`/`assert` seen so far, each as `path condition ⇒ cond`: facts
@@ -210,6 +217,7 @@ impl<'k> Exec<'k> {
         self.counter += 1;
         let name = format!("{base}@{}", self.counter);
         self.p.vars.insert(name.clone(), info);
+        self.names.push(name.clone());
         Term::Var(format!("{prefix}{name}"))
     }
 
@@ -1307,12 +1315,17 @@ impl<'k> Exec<'k> {
                 }
             }
             // Values created in the body are different in the next iteration.
-            let created: Vec<(String, VarInfo)> = self
-                .p
-                .vars
-                .iter()
-                .filter(|(n, _)| super::fresh_id(n).is_some_and(|id| id >= id_start && id < id_end))
-                .map(|(n, i)| (n.clone(), i.clone()))
+            // An inner loop's next-iteration copies are left out: they occur only in that
+            // loop's `next` values and `exit`, and in the wrap-around phases `align` builds
+            // from them, which flow into phases and end segments only, never into a head or a
+            // start segment, the only terms this loop's `next` is applied to. Copying them
+            // again per enclosing loop doubled the copies per nesting level.
+            let created: Vec<(String, VarInfo)> = (id_start..id_end)
+                .filter(|id| !self.next_copies.contains(id))
+                .filter_map(|id| {
+                    let n = self.names.get((id as usize).checked_sub(1)?)?;
+                    Some((n.clone(), self.p.vars.get(n)?.clone()))
+                })
                 .collect();
             let head_names: HashSet<String> = heads
                 .iter()
@@ -1335,6 +1348,7 @@ impl<'k> Exec<'k> {
                     Term::Var(c) => c,
                     _ => continue,
                 };
+                self.next_copies.insert(self.counter);
                 for prefix in ["$", "%", ""] {
                     next.insert(format!("{prefix}{n}"), Term::Var(format!("{prefix}{copy}")));
                 }
