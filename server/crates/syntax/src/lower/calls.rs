@@ -375,8 +375,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 }
                 return v;
             }
-            "printf" | "__assert_fail" | "__prof_trigger" | "__nanosleep"
-            | "__builtin_assume" => {
+            "printf" | "__assert_fail" | "__prof_trigger" | "__nanosleep" | "__builtin_assume" => {
                 self.lower_args(args);
                 return Val::Void;
             }

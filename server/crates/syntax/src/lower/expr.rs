@@ -71,7 +71,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             Val::S(e) => e,
             // A pointer used as a number (null checks, comparisons): parameters are uniform.
             Val::P(p) => {
-                let uniform = matches!(p.base, Base::Arr(id) if matches!(self.k.arrays[id.0 as usize].origin, ArrayOrigin::Param(_)))
+                let uniform = matches!(p.base, Base::Arr(id) if matches!(self.k.arrays.get(id.0 as usize).map(|a| &a.origin), Some(ArrayOrigin::Param(_))))
                     && p.off == Expr::Int(0);
                 self.unknown("pointer value", span, uniform)
             }

@@ -27,8 +27,9 @@ pub(crate) const MAX_INLINE_DEPTH: usize = 16;
 /// Syntax nodes visited per kernel (inlining can multiply code) before giving up.
 const MAX_WORK: u64 = 3_000_000;
 /// Loops nested (across inlined device functions) beyond which a kernel is unsupported: every
-/// loop level adds quantified variables to each access pair's query.
-pub(crate) const MAX_LOOP_NESTING: u32 = 12;
+/// loop level adds quantified variables to each access pair's query. The checker handles 50
+/// nested loops (with or without barriers) in well under a second (BENCHMARKS.md, family b).
+pub(crate) const MAX_LOOP_NESTING: u32 = 64;
 /// Memory accesses per kernel (after inlining and struct expansion) beyond which a kernel is
 /// unsupported: the checker's work grows with the number of access pairs.
 pub(crate) const MAX_ACCESSES: u32 = 20_000;
@@ -1022,12 +1023,34 @@ impl<'a, 't> Lowerer<'a, 't> {
     fn finish(mut self) -> Kernel {
         let all: Vec<ArrayId> = (0..self.k.arrays.len() as u32).map(ArrayId).collect();
         fix_all_arrays(&mut self.out, &all);
+        if refers_to_undeclared_array(&self.out, all.len()) {
+            // Defensive: an IR naming an array that does not exist would crash the checker.
+            self.set_unsupported("internal inconsistency in the front end's pointer analysis");
+        }
         self.k.body = std::mem::take(&mut self.out);
         if let Some(r) = self.unsupported.take() {
             self.k.unsupported = Some(r);
         }
         self.k
     }
+}
+
+fn refers_to_undeclared_array(b: &Block, n: usize) -> bool {
+    b.iter().any(|s| match s {
+        Stmt::Access(a) => a.array.0 as usize >= n,
+        Stmt::Opaque(o) => o.arrays.iter().any(|a| a.0 as usize >= n),
+        Stmt::If {
+            then_branch,
+            else_branch,
+            ..
+        } => {
+            refers_to_undeclared_array(then_branch, n) || refers_to_undeclared_array(else_branch, n)
+        }
+        Stmt::Loop(l) => [&l.init, &l.cond_effects, &l.step, &l.body]
+            .iter()
+            .any(|b| refers_to_undeclared_array(b, n)),
+        _ => false,
+    })
 }
 
 fn fix_all_arrays(b: &mut Block, all: &[ArrayId]) {

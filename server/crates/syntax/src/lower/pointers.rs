@@ -108,6 +108,17 @@ impl<'a, 't> Lowerer<'a, 't> {
 
     /// The place `p[i]` denotes.
     pub fn deref(&mut self, p: &PtrVal, i: Expr) -> Place {
+        // A pointer's target set can come from the previous lowering pass (see `lower_kernel`)
+        // and name an array this pass has not declared yet at this point: the target is then
+        // not known here, so the access may touch any array.
+        let declared = self.k.arrays.len();
+        if p.base
+            .arrays()
+            .iter()
+            .any(|a| *a != ALL_ARRAYS && a.0 as usize >= declared)
+        {
+            return Place::Unknown;
+        }
         match &p.base {
             Base::Arr(id) => {
                 let mut off = fold(&Expr::bin(
@@ -125,7 +136,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                         false,
                     );
                 }
-                let ndims = self.k.arrays[id.0 as usize].dims.len();
+                let ndims = self.k.arrays.get(id.0 as usize).map_or(0, |a| a.dims.len());
                 if ndims == 0 && off == Expr::Int(0) {
                     // `*p` with `p = &x` for a shared scalar `x`.
                     return Place::Cell {
