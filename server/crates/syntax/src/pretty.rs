@@ -38,26 +38,7 @@ pub fn expr(k: &Kernel, e: &Expr) -> String {
             format!("{o}{}", expr(k, a))
         }
         Expr::Binary(op, a, b) => {
-            let o = match op {
-                BinOp::Add => "+",
-                BinOp::Sub => "-",
-                BinOp::Mul => "*",
-                BinOp::Div => "/",
-                BinOp::Rem => "%",
-                BinOp::Shl => "<<",
-                BinOp::Shr => ">>",
-                BinOp::BitAnd => "&",
-                BinOp::BitOr => "|",
-                BinOp::BitXor => "^",
-                BinOp::Lt => "<",
-                BinOp::Le => "<=",
-                BinOp::Gt => ">",
-                BinOp::Ge => ">=",
-                BinOp::Eq => "==",
-                BinOp::Ne => "!=",
-                BinOp::And => "&&",
-                BinOp::Or => "||",
-            };
+            let o = op.symbol();
             format!("({} {o} {})", expr(k, a), expr(k, b))
         }
         Expr::Ite(c, a, b) => format!("({} ? {} : {})", expr(k, c), expr(k, a), expr(k, b)),

@@ -1192,7 +1192,7 @@ pub(crate) fn fold(e: &Expr) -> Expr {
             let a = fold(a);
             let b = fold(b);
             if let (Expr::Int(x), Expr::Int(y)) = (&a, &b) {
-                if let Some(v) = crate::consteval::binop(binop_str(*op), *x, *y) {
+                if let Some(v) = crate::consteval::binop(op.symbol(), *x, *y) {
                     return Expr::Int(v);
                 }
             }
@@ -1221,29 +1221,6 @@ pub(crate) fn fold(e: &Expr) -> Expr {
             }
         }
         other => other.clone(),
-    }
-}
-
-pub(crate) fn binop_str(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::Rem => "%",
-        BinOp::Shl => "<<",
-        BinOp::Shr => ">>",
-        BinOp::BitAnd => "&",
-        BinOp::BitOr => "|",
-        BinOp::BitXor => "^",
-        BinOp::Lt => "<",
-        BinOp::Le => "<=",
-        BinOp::Gt => ">",
-        BinOp::Ge => ">=",
-        BinOp::Eq => "==",
-        BinOp::Ne => "!=",
-        BinOp::And => "&&",
-        BinOp::Or => "||",
     }
 }
 
