@@ -188,6 +188,14 @@ fn dealign(range: (u32, u32)) -> impl FnMut(&Term) -> Term {
 
 /// All access executions of a barrier-free fragment.
 fn collect(p: &Protocol, nodes: &[Node], out: &mut Vec<Inst>) {
+    collect_in(p, nodes, false, out)
+}
+
+/// `in_loop`: an enclosing unsynchronized loop makes the collected terms per-thread. The values
+/// created in a nested loop are created in the body of the enclosing one too (counter ranges
+/// nest), so the outermost loop's renaming covers every inner loop's: renaming once per access
+/// instead of once per level keeps deep nests linear.
+fn collect_in(p: &Protocol, nodes: &[Node], in_loop: bool, out: &mut Vec<Inst>) {
     for n in nodes {
         match n {
             Node::Acc(i) => {
@@ -205,12 +213,13 @@ fn collect(p: &Protocol, nodes: &[Node], out: &mut Vec<Inst>) {
                 else_branch,
                 ..
             } => {
-                collect(p, then_branch, out);
-                collect(p, else_branch, out);
+                collect_in(p, then_branch, in_loop, out);
+                collect_in(p, else_branch, in_loop, out);
             }
+            Node::Loop(l) if in_loop => collect_in(p, &l.body, true, out),
             Node::Loop(l) => {
                 let mut inner = Vec::new();
-                collect(p, &l.body, &mut inner);
+                collect_in(p, &l.body, true, &mut inner);
                 let mut f = dealign(l.fresh_range);
                 out.extend(inner.into_iter().map(|i| Inst {
                     acc: i.acc,
@@ -334,7 +343,7 @@ fn summarize_node(p: &Protocol, n: &Node, counts: Counts) -> Summary {
 fn summarize_loop(p: &Protocol, l: &LoopNode, counts: Counts) -> Summary {
     let b = summarize(p, &l.body, counts);
     let first = |t: &Term| subst(t, &l.first);
-    let next = |t: &Term| subst(t, &l.next);
+    let next = |t: &Term| l.next.apply(t);
     let zero_trip = if l.do_while {
         vec![]
     } else {

@@ -6,8 +6,9 @@
 //! are renamed to per-query ordinals (`A.loop.i`, `A.loop.i#2`, `unknown`) in order of first
 //! appearance, so that a question unchanged by an edit elsewhere has the same [`Query::key`].
 
+use crate::align::Inst;
 use crate::launch::{DimSpec, Launch};
-use crate::protocol::{base_name, Protocol};
+use crate::protocol::{var_key, Protocol};
 use crate::split::Meeting;
 use crate::terms::*;
 use cudarace_ir::{Expr, Kernel};
@@ -158,14 +159,18 @@ impl<'a> Encoder<'a> {
     /// `A's index == B's index` per dimension (flat offsets when one access is flat), with the
     /// cell as thread A's index; `None` when a flat and an indexed access cannot be related
     /// (then the cells are left unconstrained: a sound over-approximation).
-    fn same_cell(&self, m: &Meeting, ia: &[Term], ib: &[Term]) -> Option<(Vec<Term>, Vec<Term>)> {
-        if self.p.accs.get(m.a.acc)?.flat == self.p.accs.get(m.b.acc)?.flat && ia.len() == ib.len()
-        {
+    fn same_cell(
+        &self,
+        (acc_a, acc_b): (usize, usize),
+        ia: &[Term],
+        ib: &[Term],
+    ) -> Option<(Vec<Term>, Vec<Term>)> {
+        if self.p.accs.get(acc_a)?.flat == self.p.accs.get(acc_b)?.flat && ia.len() == ib.len() {
             let eqs = ia.iter().zip(ib).map(|(x, y)| same_index(x, y)).collect();
             return Some((eqs, ia.to_vec()));
         }
-        let fa = self.flatten(m.a.acc, ia)?;
-        let fb = self.flatten(m.b.acc, ib)?;
+        let fa = self.flatten(acc_a, ia)?;
+        let fb = self.flatten(acc_b, ib)?;
         Some((vec![same_index(&fa, &fb)], vec![fa]))
     }
 
@@ -187,7 +192,7 @@ impl<'a> Encoder<'a> {
             parts.push(rb(c));
         }
         let mut cell = Vec::new();
-        match self.same_cell(m, &ia, &ib) {
+        match self.same_cell((m.a.acc, m.b.acc), &ia, &ib) {
             Some((eqs, c)) => {
                 if self.forces_same_thread(scope, &eqs) {
                     return (Term::Bool(false), c);
@@ -205,6 +210,16 @@ impl<'a> Encoder<'a> {
             }
         }
         (and(parts), cell)
+    }
+
+    /// Do the two accesses' indices alone rule out a race in `scope` (the same-cell equalities
+    /// force the same thread, see [`Encoder::forces_same_thread`])? Looks at nothing but the
+    /// accesses' arrays and index terms, as [`crate::split::meetings`] requires.
+    pub fn never_race(&self, scope: Scope, a: &Inst, b: &Inst) -> bool {
+        let ia: Vec<Term> = a.index.iter().map(|t| rename(scope, 'A', t)).collect();
+        let ib: Vec<Term> = b.index.iter().map(|t| rename(scope, 'B', t)).collect();
+        self.same_cell((a.acc, b.acc), &ia, &ib)
+            .is_some_and(|(eqs, _)| self.forces_same_thread(scope, &eqs))
     }
 
     /// Do the same-cell equalities alone make the two threads of a [`Scope::SameBlock`] pair
@@ -344,7 +359,7 @@ impl<'a> Encoder<'a> {
             } else if let (Some(_), Some(d)) = (thread, rest.strip_prefix("bid.")) {
                 ranges.push(le(int(0), v(name.clone())));
                 ranges.push(lt(v(name.clone()), v(format!("gridDim.{d}"))));
-            } else if let Some(info) = self.p.vars.get(base_name(rest)) {
+            } else if let Some(info) = self.p.vars.get(var_key(rest)) {
                 sort = info.sort;
                 if let Some(lo) = info.lo {
                     ranges.push(le(int(lo), v(name.clone())));

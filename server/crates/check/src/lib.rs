@@ -210,7 +210,8 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         };
         let segs = split::intervals(&p, &counts);
         let keep = |acc: usize| scope != Scope::CrossBlock || is_global(acc);
-        for (key, m) in split::meetings(&p, &segs, &keep) {
+        let never_race = |a: &align::Inst, b: &align::Inst| enc.never_race(scope, a, b);
+        for (key, m) in split::meetings(&p, &segs, &keep, &never_race) {
             groups.entry(key).or_default().push((scope, m));
         }
     }

@@ -251,13 +251,19 @@ pub fn subst(t: &Term, map: &HashMap<String, Term>) -> Term {
     if map.is_empty() {
         return t.clone();
     }
-    simplify(&map_vars(t, &mut |v| {
+    subst_with(t, &mut |v| {
         map.get(v).cloned().or_else(|| {
             v.strip_prefix('^')
                 .and_then(|rest| map.get(rest))
                 .map(other)
         })
-    }))
+    })
+}
+
+/// Replace variables by `f`'s terms (simultaneously; `None` keeps a variable), folding
+/// constants in the result.
+pub fn subst_with(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Term {
+    simplify(&map_vars(t, f))
 }
 
 /// Rebuild `t` bottom-up through the folding constructors.

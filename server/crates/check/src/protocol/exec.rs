@@ -2,7 +2,7 @@
 
 use super::ctype::{convert, low_wrap, range_of, CTy, Range};
 use super::loops::{additive_step, induction_range};
-use super::{AccInfo, LoopNode, Node, Protocol, SyncInfo, SyncKind, VarInfo};
+use super::{AccInfo, LoopNode, NextIteration, Node, Protocol, SyncInfo, SyncKind, VarInfo};
 use crate::terms::*;
 use cudarace_ir::{
     AccessId, AccessMode, ArrayId, BarrierKind, BinOp, Block, Builtin, Expr, Kernel, LocalId, Loop,
@@ -66,7 +66,7 @@ pub fn build(kernel: &Kernel) -> Protocol {
         loads: HashMap::new(),
         pow2_vars: HashSet::new(),
         load_tys: HashMap::new(),
-        next_copies: HashSet::new(),
+        loops: 0,
         names: Vec::new(),
         assumed: Vec::new(),
         not_exited: Vec::new(),
@@ -199,8 +199,8 @@ struct Exec<'k> {
     pow2_vars: HashSet<String>,
     /// C types of loaded values (the element type of the array read).
     load_tys: HashMap<AccessId, Option<CTy>>,
-    /// Counter ids of the next-iteration copies made for loops (see `exec_loop`).
-    next_copies: HashSet<u32>,
+    /// Loops executed so far (tags of their next-iteration copies, see `NextIteration`).
+    loops: u32,
     /// Names of the fresh values by counter id (`names[id - 1]`), so that a loop finds the
     /// values its body created without scanning every value of the kernel.
     names: Vec<String>,
@@ -594,7 +594,7 @@ impl<'k> Exec<'k> {
         } else if base.starts_with("gridDim.") {
             Range::new(1, (1 << 31) - 1)
         } else {
-            match self.p.vars.get(base) {
+            match self.p.vars.get(super::var_key(v)) {
                 Some(i) if i.sort == Sort::Bool => Range::new(0, 1),
                 Some(i) => Range {
                     lo: i.lo.map(i128::from),
@@ -1314,45 +1314,14 @@ impl<'k> Exec<'k> {
                     }
                 }
             }
-            // Values created in the body are different in the next iteration.
-            // An inner loop's next-iteration copies are left out: they occur only in that
-            // loop's `next` values and `exit`, and in the wrap-around phases `align` builds
-            // from them, which flow into phases and end segments only, never into a head or a
-            // start segment, the only terms this loop's `next` is applied to. Copying them
-            // again per enclosing loop doubled the copies per nesting level.
-            let created: Vec<(String, VarInfo)> = (id_start..id_end)
-                .filter(|id| !self.next_copies.contains(id))
-                .filter_map(|id| {
-                    let n = self.names.get((id as usize).checked_sub(1)?)?;
-                    Some((n.clone(), self.p.vars.get(n)?.clone()))
-                })
-                .collect();
-            let head_names: HashSet<String> = heads
-                .iter()
-                .filter_map(|(_, h)| match h {
-                    Term::Var(n) => Some(super::base_name(n).to_string()),
-                    _ => None,
-                })
-                .collect();
-            let mut created_sorted = created;
-            created_sorted.sort_by(|a, b| a.0.cmp(&b.0));
-            for (n, info) in created_sorted {
-                if head_names.contains(&n) {
-                    continue;
-                }
-                let base = n
-                    .rsplit_once('@')
-                    .map(|(b, _)| b.to_string())
-                    .unwrap_or(n.clone());
-                let copy = match self.fresh("", &base, info) {
-                    Term::Var(c) => c,
-                    _ => continue,
-                };
-                self.next_copies.insert(self.counter);
-                for prefix in ["$", "%", ""] {
-                    next.insert(format!("{prefix}{n}"), Term::Var(format!("{prefix}{copy}")));
-                }
-            }
+            // Values created in the body are different in the next iteration: `next` renames
+            // them when a term is carried over (no table of copies, see `NextIteration`).
+            self.loops += 1;
+            let next = NextIteration {
+                heads: next,
+                created: (id_start, id_end),
+                tag: self.loops,
+            };
             let range = and(ranges);
             // A `do` loop runs its first iteration unconditionally and every later one only
             // where the condition held: its accesses happen at the first values or under `c`
@@ -1386,7 +1355,7 @@ impl<'k> Exec<'k> {
             } else {
                 subst(&head, &first)
             };
-            let exit = not(subst(&head, &next));
+            let exit = not(next.apply(&head));
 
             // After the loop: assigned locals are unknown (uniform when every thread leaves
             // after the same iterations).

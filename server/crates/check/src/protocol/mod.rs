@@ -79,9 +79,8 @@ pub struct LoopNode {
     pub body: Vec<Node>,
     /// Head variables → their values in the first iteration.
     pub first: HashMap<String, Term>,
-    /// Head variables → their values in the next iteration; values created in the body → fresh
-    /// copies (the next iteration reads other data).
-    pub next: HashMap<String, Term>,
+    /// Terms of the next iteration (see [`NextIteration`]).
+    pub next: NextIteration,
     /// The loop runs its first iteration.
     pub enter: Term,
     /// The current iteration is the last one.
@@ -120,6 +119,57 @@ pub struct Protocol {
     pub written: BTreeSet<ArrayId>,
 }
 
+/// How a term of one iteration reads in the next one: head variables become their values at
+/// the end of this iteration; values created while executing the body (counter ids in `created`)
+/// become next-iteration copies, named `name@id'tag` (the next iteration reads other data).
+///
+/// The copies are made by renaming when a term is carried over, not stored per value: a loop
+/// body creates values for every loop nested in it, so a table of copies per loop grew with the
+/// square of the nesting depth (and its construction with the cube).
+#[derive(Debug, Clone, Default)]
+pub struct NextIteration {
+    /// Head variables (with their `$`/`%` prefix) → their values at the end of the iteration.
+    pub heads: HashMap<String, Term>,
+    /// Counter ids of the values the body created, `[start, end)`.
+    pub created: (u32, u32),
+    /// Unique per loop, so that the copies of nested loops differ.
+    pub tag: u32,
+}
+
+impl NextIteration {
+    /// `t` read in the next iteration (simultaneous: a head's end value speaks of this iteration).
+    pub fn apply(&self, t: &Term) -> Term {
+        let (lo, hi) = self.created;
+        crate::terms::subst_with(t, &mut |v| {
+            if let Some(end) = self.heads.get(v) {
+                return Some(end.clone());
+            }
+            let other_side = v.starts_with('^');
+            let rest = v.strip_prefix('^').unwrap_or(v);
+            if other_side {
+                if let Some(end) = self.heads.get(rest) {
+                    return Some(crate::terms::other(end));
+                }
+            }
+            let id = fresh_id(base_name(rest))?;
+            (id >= lo && id < hi).then(|| Term::Var(format!("{v}'{}", self.tag)))
+        })
+    }
+}
+
+/// The key of a value in [`Protocol::vars`]: the name without its `$`/`%` prefix and without
+/// the next-iteration marks (`x@7'2` is a copy of `x@7`, see [`NextIteration`]).
+pub fn var_key(v: &str) -> &str {
+    let base = base_name(v);
+    match base.rfind('@') {
+        Some(at) => match base[at..].find('\'') {
+            Some(q) => &base[..at + q],
+            None => base,
+        },
+        None => base,
+    }
+}
+
 /// The name without its `$`/`%` prefix.
 pub fn base_name(v: &str) -> &str {
     v.strip_prefix('$')
@@ -129,5 +179,46 @@ pub fn base_name(v: &str) -> &str {
 
 /// The counter id of a value created during symbolic execution (`name@id`).
 pub fn fresh_id(v: &str) -> Option<u32> {
-    v.rsplit_once('@').and_then(|(_, n)| n.parse().ok())
+    v.rsplit_once('@')
+        .and_then(|(_, n)| n.split('\'').next()?.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_iteration_copies_keep_their_id_and_key() {
+        assert_eq!(fresh_id("ld.s@12'3'1"), Some(12));
+        assert_eq!(var_key("$ld.s@12'3'1"), "ld.s@12");
+        assert_eq!(var_key("%loop.i@4"), "loop.i@4");
+        assert_eq!(var_key("blockDim.x"), "blockDim.x");
+    }
+
+    #[test]
+    fn next_iteration_renames_created_values_and_advances_heads() {
+        let mut heads = HashMap::new();
+        heads.insert(
+            "%loop.i@2".to_string(),
+            Term::Add(vec![Term::var("%loop.i@2"), Term::var("$ld@3")]),
+        );
+        let n = NextIteration {
+            heads,
+            created: (2, 5),
+            tag: 7,
+        };
+        // `i` becomes `i + ld` with this iteration's `ld`; the next iteration's own `ld` and
+        // `^ld` are copies; values from before the loop stay.
+        let t = Term::Add(vec![
+            Term::var("%loop.i@2"),
+            Term::var("$ld@3"),
+            Term::var("^$ld@4"),
+            Term::var("$before@1"),
+        ]);
+        let got = crate::terms::show(&n.apply(&t));
+        assert_eq!(
+            got,
+            "((((%loop.i@2 + $ld@3) + $ld@3'7) + ^$ld@4'7) + $before@1)"
+        );
+    }
 }
