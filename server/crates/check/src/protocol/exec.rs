@@ -67,6 +67,8 @@ pub fn build(kernel: &Kernel) -> Protocol {
         pow2_vars: HashSet::new(),
         load_tys: HashMap::new(),
         loops: 0,
+        acc_wraps: Vec::new(),
+        sync_wraps: Vec::new(),
         names: Vec::new(),
         assumed: Vec::new(),
         not_exited: Vec::new(),
@@ -74,7 +76,46 @@ pub fn build(kernel: &Kernel) -> Protocol {
     let mut root = Vec::new();
     ex.exec_block(&kernel.body, &mut root);
     ex.p.root = root;
+    for (a, w) in ex.p.accs.iter_mut().zip(std::mem::take(&mut ex.acc_wraps)) {
+        a.guard = w.conjoin(std::mem::replace(&mut a.guard, tru()));
+    }
+    for (s, w) in
+        ex.p.syncs
+            .iter_mut()
+            .zip(std::mem::take(&mut ex.sync_wraps))
+    {
+        let facts = std::mem::replace(&mut s.facts, tru());
+        s.guard = w.conjoin(std::mem::replace(&mut s.guard, tru()));
+        let mut outer_first = w.facts;
+        outer_first.reverse();
+        outer_first.push(facts);
+        s.facts = and(outer_first);
+    }
     ex.p
+}
+
+/// Conditions the enclosing loops add to one access's or barrier's guard, innermost loop first
+/// (each loop pushes when its body is done). Conjoining them once, at the end, keeps a loop
+/// nest linear: re-building every guard per enclosing loop cost the cube of the nesting depth.
+#[derive(Debug, Default)]
+struct Wraps {
+    /// Conjuncts placed before the guard (each loop pushes its reach condition, then its range).
+    before: Vec<Term>,
+    /// Conjuncts placed after the guard (a barrier's "still in the loop"), innermost first.
+    after: Vec<Term>,
+    /// A barrier's facts: the ranges of the enclosing loops.
+    facts: Vec<Term>,
+}
+
+impl Wraps {
+    /// `and(outermost loop's conjuncts, …, innermost's, guard, after…)`: the guard as if each
+    /// loop had wrapped it in turn.
+    fn conjoin(&self, guard: Term) -> Term {
+        let mut all: Vec<Term> = self.before.iter().rev().cloned().collect();
+        all.push(guard);
+        all.extend(self.after.iter().cloned());
+        and(all)
+    }
 }
 
 fn scan_written(b: &Block, out: &mut BTreeSet<ArrayId>) {
@@ -199,6 +240,10 @@ struct Exec<'k> {
     pow2_vars: HashSet<String>,
     /// C types of loaded values (the element type of the array read).
     load_tys: HashMap<AccessId, Option<CTy>>,
+    /// Conditions of the enclosing loops, per access and per barrier (parallel to `p.accs`
+    /// and `p.syncs`).
+    acc_wraps: Vec<Wraps>,
+    sync_wraps: Vec<Wraps>,
     /// Loops executed so far (tags of their next-iteration copies, see `NextIteration`).
     loops: u32,
     /// Names of the fresh values by counter id (`names[id - 1]`), so that a loop finds the
@@ -826,6 +871,7 @@ impl<'k> Exec<'k> {
                     guard,
                     span: a.span,
                 });
+                self.acc_wraps.push(Wraps::default());
                 out.push(Node::Acc(self.p.accs.len() - 1));
             }
             Stmt::Barrier(b) => {
@@ -858,6 +904,7 @@ impl<'k> Exec<'k> {
                         same_iteration: Vec::new(),
                         not_exited: and(self.not_exited.clone()),
                     });
+                    self.sync_wraps.push(Wraps::default());
                     out.push(Node::Sync(self.p.syncs.len() - 1));
                 }
             }
@@ -1104,6 +1151,8 @@ impl<'k> Exec<'k> {
             self.not_exited.truncate(not_exited0);
             self.p.accs.truncate(accs0);
             self.p.syncs.truncate(syncs0);
+            self.acc_wraps.truncate(accs0);
+            self.sync_wraps.truncate(syncs0);
             self.exits.truncate(exits0);
             self.nonuniform_ctl = 0;
             self.assigned_nonuniform.clear();
@@ -1228,8 +1277,11 @@ impl<'k> Exec<'k> {
                     },
                 );
                 let cause = self.exits.get(exits0..).and_then(|e| e.last().cloned());
-                for s in &mut self.p.syncs[syncs0..] {
-                    s.guard = and(vec![s.guard.clone(), still_in.clone()]);
+                for (s, w) in self.p.syncs[syncs0..]
+                    .iter_mut()
+                    .zip(&mut self.sync_wraps[syncs0..])
+                {
+                    w.after.push(still_in.clone());
                     if s.cause.is_none() {
                         s.cause = cause.clone();
                     }
@@ -1338,15 +1390,22 @@ impl<'k> Exec<'k> {
             } else {
                 tru()
             };
-            for a in &mut self.p.accs[accs0..] {
-                a.guard = and(vec![range.clone(), reached.clone(), a.guard.clone()]);
+            // The loop's range and reach condition guard every access and barrier of the body;
+            // they are conjoined once at the end (`Wraps`), not re-built per enclosing loop.
+            for w in &mut self.acc_wraps[accs0..] {
+                w.before.push(reached.clone());
+                w.before.push(range.clone());
             }
-            for s in &mut self.p.syncs[syncs0..] {
-                s.guard = and(vec![reached.clone(), s.guard.clone()]);
-                if s.cause.is_none() && thread_varying(&reached) {
+            let reached_varying = thread_varying(&reached);
+            for (s, w) in self.p.syncs[syncs0..]
+                .iter_mut()
+                .zip(&mut self.sync_wraps[syncs0..])
+            {
+                w.before.push(reached.clone());
+                if s.cause.is_none() && reached_varying {
                     s.cause = Some((lp.span, "the loop condition depends on the thread".into()));
                 }
-                s.facts = and(vec![range.clone(), s.facts.clone()]);
+                w.facts.push(range.clone());
                 s.same_iteration.extend(links.iter().cloned());
             }
             let head = and(vec![range, c]);
