@@ -86,7 +86,8 @@ fn product(a: &[Seg], b: &[Seg]) -> Vec<Seg> {
     cap(out)
 }
 
-fn cap(mut segs: Vec<Seg>) -> Vec<Seg> {
+fn cap(segs: Vec<Seg>) -> Vec<Seg> {
+    let mut segs = merge_empty(segs);
     segs.dedup();
     if segs.len() <= MAX_ALTERNATIVES {
         return segs;
@@ -100,6 +101,34 @@ fn cap(mut segs: Vec<Seg>) -> Vec<Seg> {
         }
     }
     vec![merged]
+}
+
+/// Alternatives without accesses differ only in their path conditions: one alternative under
+/// the disjunction of those conditions is the same set of paths. Kept apart, they multiply
+/// through every sequence (a nest of synchronized loops has one per loop that may run zero
+/// times, each carrying the exit conditions of the loops around it).
+fn merge_empty(segs: Vec<Seg>) -> Vec<Seg> {
+    if segs.iter().filter(|s| s.insts.is_empty()).count() < 2 {
+        return segs;
+    }
+    let mut out = Vec::with_capacity(segs.len());
+    let mut alternatives = Vec::new();
+    let mut at = None;
+    for s in segs {
+        if s.insts.is_empty() {
+            at.get_or_insert(out.len());
+            alternatives.push(and(s.conds));
+        } else {
+            out.push(s);
+        }
+    }
+    let cond = or(alternatives);
+    let merged = Seg {
+        insts: vec![],
+        conds: if cond == tru() { vec![] } else { vec![cond] },
+    };
+    out.insert(at.unwrap_or(0), merged);
+    out
 }
 
 fn map_all(segs: &[Seg], f: &mut dyn FnMut(&Term) -> Term) -> Vec<Seg> {
@@ -120,16 +149,17 @@ impl Summary {
     }
 
     fn seq(self, b: Summary) -> Summary {
+        let through = product(&self.through, &b.through);
+        let start = concat(self.start, product(&self.through, &b.start));
+        let mut phases = self.phases;
+        phases.extend(b.phases);
+        phases.extend(product(&self.end, &b.start));
+        let end = concat(b.end, product(&self.end, &b.through));
         Summary {
-            through: product(&self.through, &b.through),
-            start: concat(self.start.clone(), product(&self.through, &b.start)),
-            end: concat(b.end.clone(), product(&self.end, &b.through)),
-            phases: {
-                let mut p = self.phases;
-                p.extend(b.phases);
-                p.extend(product(&self.end, &b.start));
-                p
-            },
+            through,
+            start,
+            end,
+            phases,
         }
     }
 
@@ -410,12 +440,6 @@ fn summarize_loop(p: &Protocol, l: &LoopNode, counts: Counts) -> Summary {
         .into_iter()
         .map(|s| s.with_cond(&l.enter))
         .collect();
-    let end: Vec<Seg> = b
-        .end
-        .iter()
-        .cloned()
-        .map(|s| s.with_cond(&l.exit))
-        .collect();
     // The wrap-around interval: iteration x's last interval with x+1's first. When one side has
     // no access, the other side at an arbitrary iteration is the same set of pairs (and the
     // queries stay free of next-iteration terms).
@@ -439,6 +463,7 @@ fn summarize_loop(p: &Protocol, l: &LoopNode, counts: Counts) -> Summary {
         let next_start = map_all(&b.start, &mut |t| next(t));
         product(&b.end, &next_start)
     };
+    let end: Vec<Seg> = b.end.into_iter().map(|s| s.with_cond(&l.exit)).collect();
     let mut phases = b.phases;
     phases.extend(wrap);
     Summary {

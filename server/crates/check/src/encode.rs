@@ -182,6 +182,13 @@ impl<'a> Encoder<'a> {
         let rb = |t: &Term| rename(scope, 'B', t);
         let ia: Vec<Term> = m.a.index.iter().map(ra).collect();
         let ib: Vec<Term> = m.b.index.iter().map(rb).collect();
+        // The cells first: when they alone decide the pair, the guards are not even renamed.
+        let same = self.same_cell((m.a.acc, m.b.acc), &ia, &ib);
+        if let Some((eqs, c)) = &same {
+            if self.cells_never_meet(scope, eqs) {
+                return (Term::Bool(false), c.clone());
+            }
+        }
         let (ga, gb) = (ra(&m.a.guard), rb(&m.b.guard));
         let mut residue_lemmas = same_residue_lemmas(&ga, &gb);
         residue_lemmas.extend(equal_residue_lemmas(&ga, &gb));
@@ -192,11 +199,8 @@ impl<'a> Encoder<'a> {
             parts.push(rb(c));
         }
         let mut cell = Vec::new();
-        match self.same_cell((m.a.acc, m.b.acc), &ia, &ib) {
+        match same {
             Some((eqs, c)) => {
-                if self.forces_same_thread(scope, &eqs) {
-                    return (Term::Bool(false), c);
-                }
                 parts.extend(eqs);
                 cell = c;
             }
@@ -212,14 +216,21 @@ impl<'a> Encoder<'a> {
         (and(parts), cell)
     }
 
-    /// Do the two accesses' indices alone rule out a race in `scope` (the same-cell equalities
-    /// force the same thread, see [`Encoder::forces_same_thread`])? Looks at nothing but the
+    /// The same-cell equalities alone rule the pair out: one of them folded to `false` (e.g.
+    /// `k·blockDim + tid` against `j·blockDim + tid` with constants `k ≠ j`, see [`same_index`]),
+    /// or together they force the same thread ([`Encoder::forces_same_thread`]).
+    fn cells_never_meet(&self, scope: Scope, eqs: &[Term]) -> bool {
+        eqs.contains(&Term::Bool(false)) || self.forces_same_thread(scope, eqs)
+    }
+
+    /// Do the two accesses' indices alone rule out a race in `scope` (see
+    /// [`Encoder::cells_never_meet`])? Looks at nothing but the
     /// accesses' arrays and index terms, as [`crate::split::meetings`] requires.
     pub fn never_race(&self, scope: Scope, a: &Inst, b: &Inst) -> bool {
         let ia: Vec<Term> = a.index.iter().map(|t| rename(scope, 'A', t)).collect();
         let ib: Vec<Term> = b.index.iter().map(|t| rename(scope, 'B', t)).collect();
         self.same_cell((a.acc, b.acc), &ia, &ib)
-            .is_some_and(|(eqs, _)| self.forces_same_thread(scope, &eqs))
+            .is_some_and(|(eqs, _)| self.cells_never_meet(scope, &eqs))
     }
 
     /// Do the same-cell equalities alone make the two threads of a [`Scope::SameBlock`] pair

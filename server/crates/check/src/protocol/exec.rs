@@ -1296,6 +1296,10 @@ impl<'k> Exec<'k> {
             let mut links: Vec<(Term, Term)> = Vec::new();
             let mut first = HashMap::new();
             let mut next = HashMap::new();
+            let mut body_assigned = BTreeSet::new();
+            if continues {
+                assigned_locals(&lp.body, &mut body_assigned);
+            }
             for (l, h) in &heads {
                 let name = match h {
                     Term::Var(n) => n.clone(),
@@ -1303,11 +1307,7 @@ impl<'k> Exec<'k> {
                 };
                 first.insert(name.clone(), init[l].clone());
                 // A `continue` may skip body assignments: then the next value is not the end value.
-                let assigned_in_body = {
-                    let mut s = BTreeSet::new();
-                    assigned_locals(&lp.body, &mut s);
-                    s.contains(l)
-                };
+                let assigned_in_body = body_assigned.contains(l);
                 // The update must be loop-invariant apart from the variable itself: `acc += x`
                 // with `x` read in the body is not an induction (and its "range" would only
                 // drag per-thread data into every path condition of the body).
