@@ -156,26 +156,54 @@ const TEMPLATES: [&str; 5] = [
 ",
 ];
 
+/// Where the one-character edits of the editor benchmark go: (line, column) of a digit, 0-based.
+pub struct EditorFile {
+    pub text: String,
+    /// The digit of each kernel's `0.5f` literal (changes no access: the kernel's queries come
+    /// from the server's cache).
+    pub literal_digits: Vec<(usize, usize)>,
+    /// A digit inside an index or a loop step of a shared-memory access (`sdata[0]`,
+    /// `temp[l - 3]`, `j += 8`): the kernel's accesses change, its queries are solved again.
+    pub index_digits: Vec<(usize, usize)>,
+    /// A digit in the comment block above each kernel (no kernel changes: nothing to solve).
+    pub comment_digits: Vec<(usize, usize)>,
+}
+
+/// Text of an index or step digit per template, and the digit's offset in it.
+const INDEX_MARKS: [(&str, usize); 3] = [("sdata[0]", 6), ("temp[l - 3]", 9), ("j += 8", 5)];
+
 /// The editor file: `kernels` sections of [`SECTION_LINES`] lines (a comment block, a kernel
-/// from the templates, padding), and for each kernel the (line, column) of the digit of its
-/// `0.5f` literal, 0-based, for the one-character edits.
-pub fn editor_file(kernels: usize) -> (String, Vec<(usize, usize)>) {
+/// from the templates, padding), with the positions of the digits the edits change.
+pub fn editor_file(kernels: usize) -> EditorFile {
     let mut lines: Vec<String> = Vec::new();
-    let mut digits = Vec::new();
+    let (mut literal_digits, mut index_digits, mut comment_digits) =
+        (Vec::new(), Vec::new(), Vec::new());
     for k in 0..kernels {
         let start = lines.len();
         lines.push(format!(
             "// ---- section {k} ----------------------------------------------"
         ));
         for c in 0..6 {
-            lines.push(format!(
-                "// Notes for kernel {k}, line {c}: generated for the editor benchmark."
-            ));
+            let line =
+                format!("// Notes for kernel {k}, line {c}: generated for the editor benchmark.");
+            if c == 0 {
+                if let Some(col) = line.find("line 0") {
+                    comment_digits.push((lines.len(), col + 5));
+                }
+            }
+            lines.push(line);
         }
         let body = TEMPLATES[k % TEMPLATES.len()].replace("{K}", &k.to_string());
+        let mut marked = false;
         for l in body.lines() {
             if let Some(col) = l.find("0.5f") {
-                digits.push((lines.len(), col + 2));
+                literal_digits.push((lines.len(), col + 2));
+            }
+            for (mark, offset) in INDEX_MARKS {
+                if let (false, Some(col)) = (marked, l.find(mark)) {
+                    index_digits.push((lines.len(), col + offset));
+                    marked = true;
+                }
             }
             lines.push(l.to_string());
         }
@@ -188,7 +216,12 @@ pub fn editor_file(kernels: usize) -> (String, Vec<(usize, usize)>) {
     }
     let mut text = lines.join("\n");
     text.push('\n');
-    (text, digits)
+    EditorFile {
+        text,
+        literal_digits,
+        index_digits,
+        comment_digits,
+    }
 }
 
 #[cfg(test)]
@@ -197,11 +230,23 @@ mod tests {
 
     #[test]
     fn editor_file_has_the_requested_shape() {
-        let (text, digits) = editor_file(50);
-        assert_eq!(text.lines().count(), 50 * SECTION_LINES);
-        assert_eq!(digits.len(), 50);
-        for (line, col) in digits {
-            assert_eq!(text.lines().nth(line).unwrap().as_bytes()[col], b'5');
+        let f = editor_file(50);
+        assert_eq!(f.text.lines().count(), 50 * SECTION_LINES);
+        let char_at =
+            |(line, col): (usize, usize)| f.text.lines().nth(line).unwrap().as_bytes()[col];
+        assert_eq!(f.literal_digits.len(), 50);
+        for &at in &f.literal_digits {
+            assert_eq!(char_at(at), b'5');
+        }
+        // Reduction, stencil and transpose: 3 of the 5 templates have an index digit.
+        assert_eq!(f.index_digits.len(), 30);
+        for &at in &f.index_digits {
+            assert!(char_at(at).is_ascii_digit());
+        }
+        assert_eq!(f.comment_digits.len(), 50);
+        for &at in &f.comment_digits {
+            assert_eq!(char_at(at), b'0');
+            assert!(f.text.lines().nth(at.0).unwrap().starts_with("//"));
         }
     }
 

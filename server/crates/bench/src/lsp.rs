@@ -18,13 +18,25 @@ pub struct LspResults {
     pub kernels: usize,
     pub open_ms: f64,
     pub open_first_publish_ms: Option<f64>,
-    pub edit_ms: Samples,
-    pub edit_first_publish_ms: Samples,
+    pub series: Vec<EditSeries>,
     pub rss_before_open_kb: Option<u64>,
     pub rss_after_open_kb: Option<u64>,
     pub rss_after_edits_kb: Option<u64>,
     pub peak_rss_kb: Option<u64>,
     pub last_stats: Value,
+}
+
+/// One kind of one-character edit, repeated.
+pub struct EditSeries {
+    pub name: &'static str,
+    /// Edit → the server's check of that version is complete.
+    pub check_ms: Samples,
+    /// Edit → first `publishDiagnostics` for that version.
+    pub publish_ms: Samples,
+    /// Solver queries the server solved for these edits (answers not in its cache).
+    pub queries_solved: u64,
+    /// The most any one edit solved.
+    pub max_queries_solved: u64,
 }
 
 struct Client {
@@ -171,10 +183,12 @@ fn read_message(reader: &mut impl BufRead) -> Option<Value> {
 }
 
 /// Opens the generated file with `kernels` kernels, waits for its check, then makes `edits`
-/// one-character edits (the digit of a `0.5f` literal in kernel `i % kernels`), waiting for each
-/// version's check before the next edit.
+/// one-character edits of each kind (a float literal, an index digit and a comment digit, see
+/// [`gen::EditorFile`]; each kind cycles over the kernels), waiting for each version's check
+/// before the next edit.
 pub fn measure(binary: &Path, kernels: usize, edits: usize) -> Result<LspResults, String> {
-    let (text, digits) = gen::editor_file(kernels);
+    let file = gen::editor_file(kernels);
+    let text = file.text.clone();
     let lines = text.lines().count();
     let dir = std::env::temp_dir().join(format!("cudarace-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -203,27 +217,45 @@ pub fn measure(binary: &Path, kernels: usize, edits: usize) -> Result<LspResults
     let open_first_publish_ms = c.first_publish_after(&uri, 1, opened);
     let rss_after_open_kb = status_kb(&pid, "VmRSS");
 
-    let mut edit_ms = Samples::default();
-    let mut edit_first_publish_ms = Samples::default();
     let mut last_stats = Value::Null;
-    for i in 0..edits {
-        let (line, col) = digits[i % digits.len()];
-        // Cycle the digit through 1..9 so every edit changes the text.
-        let digit = char::from(b'1' + (i / digits.len() % 9) as u8);
-        let version = 2 + i as i64;
-        let sent = Instant::now();
-        c.notify(
-            "textDocument/didChange",
-            json!({"textDocument": {"uri": uri, "version": version},
-                   "contentChanges": [{"range": {"start": {"line": line, "character": col},
-                                                 "end": {"line": line, "character": col + 1}},
-                                       "text": digit.to_string()}]}),
-        )?;
-        last_stats = c.wait_checked(&uri)?;
-        edit_ms.push(sent.elapsed().as_secs_f64() * 1000.0);
-        if let Some(p) = c.first_publish_after(&uri, version, sent) {
-            edit_first_publish_ms.push(p);
+    let mut version = 1;
+    let mut series = Vec::new();
+    let kinds: [(&'static str, &Vec<(usize, usize)>); 3] = [
+        ("float literal in a kernel", &file.literal_digits),
+        ("index digit in a kernel", &file.index_digits),
+        ("comment", &file.comment_digits),
+    ];
+    for (name, digits) in kinds {
+        let mut s = EditSeries {
+            name,
+            check_ms: Samples::default(),
+            publish_ms: Samples::default(),
+            queries_solved: 0,
+            max_queries_solved: 0,
+        };
+        for i in 0..edits.min(digits.len() * 9) {
+            let (line, col) = digits[i % digits.len()];
+            // Cycle the digit through 1..9 so that every edit changes the text.
+            let digit = char::from(b'1' + (i / digits.len() % 9) as u8);
+            version += 1;
+            let sent = Instant::now();
+            c.notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": uri, "version": version},
+                       "contentChanges": [{"range": {"start": {"line": line, "character": col},
+                                                     "end": {"line": line, "character": col + 1}},
+                                           "text": digit.to_string()}]}),
+            )?;
+            last_stats = c.wait_checked(&uri)?;
+            s.check_ms.push(sent.elapsed().as_secs_f64() * 1000.0);
+            if let Some(p) = c.first_publish_after(&uri, version, sent) {
+                s.publish_ms.push(p);
+            }
+            let solved = last_stats["last"]["queriesSolved"].as_u64().unwrap_or(0);
+            s.queries_solved += solved;
+            s.max_queries_solved = s.max_queries_solved.max(solved);
         }
+        series.push(s);
     }
     let rss_after_edits_kb = status_kb(&pid, "VmRSS");
     let peak_rss_kb = status_kb(&pid, "VmHWM");
@@ -235,8 +267,7 @@ pub fn measure(binary: &Path, kernels: usize, edits: usize) -> Result<LspResults
         kernels,
         open_ms,
         open_first_publish_ms,
-        edit_ms,
-        edit_first_publish_ms,
+        series,
         rss_before_open_kb,
         rss_after_open_kb,
         rss_after_edits_kb,

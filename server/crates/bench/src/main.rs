@@ -392,14 +392,15 @@ fn section_b(args: &Args) {
         header += &format!(" n={s} ms |");
         rule += "---:|";
     }
-    header += " t(50)/t(10) | queries n=50 | verdict n=50 |";
-    rule += "---:|---:|---|";
+    header += " t(50)/t(10) | growth k | queries n=50 | verdict n=50 |";
+    rule += "---:|---:|---:|---|";
     println!("{header}\n{rule}");
     let mut memory_rows = Vec::new();
     for (index, (name, _)) in gen::FAMILIES.iter().enumerate() {
         let mut row = format!("| {name} |");
         let mut mem_row = format!("| {name} |");
         let (mut t10, mut t50, mut q50, mut v50) = (None, None, "-".to_string(), "-".to_string());
+        let mut points: Vec<(f64, f64)> = Vec::new();
         let mut gave_up = false;
         for size in SIZES {
             if gave_up {
@@ -421,6 +422,9 @@ fn section_b(args: &Args) {
                         p.rss_kb as f64 / 1024.0,
                         p.heap as f64 / 1048576.0
                     );
+                    if size >= 10 {
+                        points.push((size as f64, p.ms));
+                    }
                     if size == 10 {
                         t10 = Some(p.ms);
                     }
@@ -442,7 +446,8 @@ fn section_b(args: &Args) {
             (Some(a), Some(b)) if a > 0.0 => format!("{:.1}", b / a),
             _ => "-".into(),
         };
-        println!("{row} {ratio} | {q50} | {v50} |");
+        let growth = growth_exponent(&points).map_or("-".into(), |k| format!("{k:.2}"));
+        println!("{row} {ratio} | {growth} | {q50} | {v50} |");
         memory_rows.push(mem_row);
     }
     println!("\nPeak memory growth per size, MiB (process RSS / Rust heap):\n");
@@ -457,6 +462,27 @@ fn section_b(args: &Args) {
         println!("{r}");
     }
     println!();
+}
+
+/// The `k` of `t ≈ c·n^k` that fits the points best (least squares on logarithms): 1 is linear
+/// growth, 2 quadratic. Less sensitive to one noisy point than the ratio of two.
+fn growth_exponent(points: &[(f64, f64)]) -> Option<f64> {
+    let logs: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|(n, t)| *n > 0.0 && *t > 0.0)
+        .map(|(n, t)| (n.ln(), t.ln()))
+        .collect();
+    if logs.len() < 2 {
+        return None;
+    }
+    let len = logs.len() as f64;
+    let (mx, my) = (
+        logs.iter().map(|p| p.0).sum::<f64>() / len,
+        logs.iter().map(|p| p.1).sum::<f64>() / len,
+    );
+    let sxx: f64 = logs.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = logs.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
 }
 
 /// (c) editor latency and (d) server memory.
@@ -479,36 +505,45 @@ fn section_cd(args: &Args) {
     match lsp::measure(&binary, args.lsp_kernels, args.lsp_edits) {
         Err(e) => println!("not measured: {e}\n"),
         Ok(r) => {
+            let edits = r.series.first().map_or(0, |s| s.check_ms.len());
             println!(
                 "`{} lsp` over stdio: open a generated file of {} lines with {} kernels, wait \
                  until its check is complete (`cudarace/stats` with `wait`), then {} \
-                 one-character edits (a digit of a float literal, kernel i mod {}), each waited \
-                 for before the next.\n",
+                 one-character edits of each kind below, each waited for before the next: a \
+                 digit of a float literal (kernel i mod {}; no access changes), a digit in an \
+                 index or loop step of a shared-memory access (`sdata[0]`, `temp[l - 3]`, \
+                 `j += 8`: that kernel's queries are solved again), a digit in a comment.\n",
                 binary.display(),
                 r.lines,
                 r.kernels,
-                r.edit_ms.len(),
+                edits,
                 r.kernels
             );
-            println!("| measurement | median ms | p95 ms | max ms |");
-            println!("|---|---:|---:|---:|");
-            println!("| open → check complete | {} | | |", fmt_ms(r.open_ms));
+            println!("| measurement | median ms | p95 ms | max ms | queries solved (all edits / most per edit) |");
+            println!("|---|---:|---:|---:|---:|");
+            println!("| open → check complete | {} | | | |", fmt_ms(r.open_ms));
             if let Some(p) = r.open_first_publish_ms {
-                println!("| open → first diagnostics | {} | | |", fmt_ms(p));
+                println!("| open → first diagnostics | {} | | | |", fmt_ms(p));
             }
-            println!(
-                "| edit → check complete | {} | {} | {} |",
-                fmt_ms(r.edit_ms.median()),
-                fmt_ms(r.edit_ms.percentile(95.0)),
-                fmt_ms(r.edit_ms.max())
-            );
-            if !r.edit_first_publish_ms.is_empty() {
+            for s in &r.series {
                 println!(
-                    "| edit → diagnostics published | {} | {} | {} |",
-                    fmt_ms(r.edit_first_publish_ms.median()),
-                    fmt_ms(r.edit_first_publish_ms.percentile(95.0)),
-                    fmt_ms(r.edit_first_publish_ms.max())
+                    "| edit ({}) → check complete | {} | {} | {} | {} / {} |",
+                    s.name,
+                    fmt_ms(s.check_ms.median()),
+                    fmt_ms(s.check_ms.percentile(95.0)),
+                    fmt_ms(s.check_ms.max()),
+                    s.queries_solved,
+                    s.max_queries_solved
                 );
+                if !s.publish_ms.is_empty() {
+                    println!(
+                        "| edit ({}) → diagnostics published | {} | {} | {} | |",
+                        s.name,
+                        fmt_ms(s.publish_ms.median()),
+                        fmt_ms(s.publish_ms.percentile(95.0)),
+                        fmt_ms(s.publish_ms.max())
+                    );
+                }
             }
             let mb =
                 |kb: Option<u64>| kb.map_or("-".into(), |k| format!("{:.1}", k as f64 / 1024.0));
@@ -517,7 +552,7 @@ fn section_cd(args: &Args) {
             println!("| RSS after open + check | {} |", mb(r.rss_after_open_kb));
             println!(
                 "| RSS after {} edits | {} |",
-                r.edit_ms.len(),
+                r.series.iter().map(|s| s.check_ms.len()).sum::<usize>(),
                 mb(r.rss_after_edits_kb)
             );
             println!("| peak RSS (VmHWM) | {} |", mb(r.peak_rss_kb));
@@ -526,5 +561,19 @@ fn section_cd(args: &Args) {
                 r.last_stats
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::growth_exponent;
+
+    #[test]
+    fn growth_exponent_recovers_powers() {
+        let linear: Vec<(f64, f64)> = [10.0, 20.0, 50.0].iter().map(|&n| (n, 3.0 * n)).collect();
+        let quadratic: Vec<(f64, f64)> = [10.0, 20.0, 50.0].iter().map(|&n| (n, n * n)).collect();
+        assert!((growth_exponent(&linear).unwrap() - 1.0).abs() < 1e-9);
+        assert!((growth_exponent(&quadratic).unwrap() - 2.0).abs() < 1e-9);
+        assert_eq!(growth_exponent(&[(10.0, 1.0)]), None);
     }
 }
