@@ -87,6 +87,21 @@ fn races_through_data_dependent_indices_are_possible() {
 }
 
 #[test]
+fn races_through_carried_uniform_values_are_possible() {
+    // `offset` in the down-sweep is not an induction: any value shared by the block. A witness
+    // built on it (offset = 0) may not happen, even though no thread-private data is involved.
+    let fs = findings("loops/carried_uniform_stride_is_possible.cu", Verdict::Racy);
+    for f in &fs {
+        assert_eq!(f.confidence, Confidence::Possible, "{f:#?}");
+        assert!(
+            f.confidence_reason
+                .contains("`offset` carried across loop iterations"),
+            "{f:#?}"
+        );
+    }
+}
+
+#[test]
 fn unmentioned_dimensions_are_one_in_witnesses() {
     // A 1-D kernel is launched 1-D: its witness has blockDim.y = blockDim.z = 1.
     let fs = findings("intervals/shift_without_barrier.cu", Verdict::Racy);

@@ -406,10 +406,7 @@ mod tests {
         let took = start.elapsed();
         assert_eq!(answer, Answer::Unknown("timeout".to_string()));
         assert!(took >= Duration::from_millis(100) + GRACE, "{took:?}");
-        assert!(
-            took < Duration::from_millis(100) + GRACE + Duration::from_millis(500),
-            "{took:?}"
-        );
+        // (No upper bound beyond `recv_timeout` above: the machine may be busy.)
         assert_eq!(pool.abandoned_workers(), 1);
         // The replacement serves the queue while the abandoned thread still sleeps.
         let q = Query {
@@ -418,9 +415,7 @@ mod tests {
             preferred: vec![],
             report: vec!["x".to_string()],
         };
-        let quick = Instant::now();
         let answer = pool.solve(q, Limits::default());
-        assert!(quick.elapsed() < Duration::from_secs(2));
         assert_eq!(
             answer,
             Answer::Sat([("x".to_string(), 4)].into_iter().collect())

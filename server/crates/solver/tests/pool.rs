@@ -79,7 +79,6 @@ fn cancelling_a_running_job_interrupts_it_and_the_worker_stays_usable() {
         timeout_ms: 600_000,
         rlimit: 4_000_000_000,
     };
-    let start = Instant::now();
     let rx = pool.submit(grid_stride_naive(), long, token.clone());
     std::thread::sleep(Duration::from_millis(300));
     token.cancel();
@@ -87,7 +86,6 @@ fn cancelling_a_running_job_interrupts_it_and_the_worker_stays_usable() {
         .recv_timeout(Duration::from_secs(5))
         .expect("interrupted within 5 s");
     assert_eq!(answer, Answer::Unknown("cancelled".into()));
-    assert!(start.elapsed() < Duration::from_secs(5));
     // The interrupt does not stick to the worker's context.
     assert_eq!(
         value_of_x(&pool.solve(pinned(3), Limits::default())),

@@ -1355,13 +1355,13 @@ impl<'k> Exec<'k> {
                         } else {
                             next.insert(name.clone(), end[l].clone());
                         }
-                        if !uniform.contains(l) {
-                            let (lname, ..) = self.local_info(*l);
-                            if let Some(info) = self.p.vars.get_mut(super::base_name(&name)) {
-                                info.reason = Some(format!(
-                                    "the value of `{lname}` carried across loop iterations"
-                                ));
-                            }
+                        // Not an induction: the head is any value (shared by the block's
+                        // threads when uniform), so a witness that uses it may not happen.
+                        let (lname, ..) = self.local_info(*l);
+                        if let Some(info) = self.p.vars.get_mut(super::base_name(&name)) {
+                            info.reason = Some(format!(
+                                "the value of `{lname}` carried across loop iterations"
+                            ));
                         }
                     }
                 }
