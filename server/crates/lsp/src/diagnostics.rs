@@ -100,6 +100,35 @@ pub fn notice_diagnostics(notices: &[Notice], doc: &Document, config: &Config) -
         .collect()
 }
 
+/// The diagnostic of a document too large to analyse, at its start. The command line refuses
+/// such files too (`cudarace_analysis::read_source`).
+pub fn too_large_diagnostic(size: u64, limit: u64) -> Diagnostic {
+    Diagnostic {
+        range: Range::default(),
+        severity: Some(DiagnosticSeverity::WARNING),
+        code: Some(NumberOrString::String("file-too-large".into())),
+        source: Some(SOURCE.to_string()),
+        message: format!(
+            "file too large to analyse ({size} bytes, limit {}); cudarace checks it again when it is smaller",
+            human_size(limit)
+        ),
+        ..Default::default()
+    }
+}
+
+/// `4 MiB`, `64 KiB` or `1000 bytes`, as the command line writes sizes.
+fn human_size(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * 1024;
+    if bytes > 0 && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes > 0 && bytes.is_multiple_of(KIB) {
+        format!("{} KiB", bytes / KIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
 fn finding_message(finding: &Finding) -> String {
     let mut message = finding.message.clone();
     if finding.confidence == Confidence::Possible && !finding.confidence_reason.is_empty() {
@@ -400,5 +429,13 @@ pub(crate) mod tests {
             .len(),
             1
         );
+    }
+
+    #[test]
+    fn sizes_are_written_as_the_command_line_does() {
+        assert_eq!(human_size(4 * 1024 * 1024), "4 MiB");
+        assert_eq!(human_size(64 * 1024), "64 KiB");
+        assert_eq!(human_size(1000), "1000 bytes");
+        assert_eq!(human_size(0), "0 bytes");
     }
 }

@@ -1,6 +1,10 @@
-//! Hover: the witness of a finding as Markdown, or a kernel's verdict on its name.
+//! Hover: the witness of a finding as Markdown, a kernel's verdict on its name, or what the
+//! check established about a barrier without a finding.
 
-use cudarace_ir::{Confidence, Finding, FindingKind, KernelReport, ThreadWitness};
+use cudarace_ir::{
+    Barrier, BarrierKind, Block, Confidence, Expr, Finding, FindingKind, Kernel, KernelReport,
+    Stmt, ThreadWitness, Verdict,
+};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -129,6 +133,107 @@ pub fn kernel_markdown(report: &KernelReport) -> String {
         report.queries,
         report.time_ms
     );
+    md
+}
+
+/// The barriers of a kernel as the front end lowered them (inlined device functions included),
+/// once per source position.
+pub fn kernel_barriers(kernel: &Kernel) -> Vec<Barrier> {
+    fn walk(block: &Block, out: &mut Vec<Barrier>) {
+        for stmt in block {
+            match stmt {
+                Stmt::Barrier(b) => {
+                    if !out.iter().any(|seen| seen.span == b.span) {
+                        out.push(b.clone());
+                    }
+                }
+                Stmt::If {
+                    then_branch,
+                    else_branch,
+                    ..
+                } => {
+                    walk(then_branch, out);
+                    walk(else_branch, out);
+                }
+                Stmt::Loop(l) => {
+                    for part in [&l.init, &l.cond_effects, &l.body, &l.step] {
+                        walk(part, out);
+                    }
+                }
+                Stmt::Assign { .. }
+                | Stmt::Access(_)
+                | Stmt::Return { .. }
+                | Stmt::Break { .. }
+                | Stmt::Continue { .. }
+                | Stmt::Opaque(_)
+                | Stmt::Assume { .. } => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&kernel.body, &mut out);
+    out
+}
+
+/// Markdown for a barrier that has no finding: what the check of `kernel` established about it.
+/// `source` is the barrier as written; `report` is the kernel's report for the current text, or
+/// `None` while the kernel is being checked. A claim is made only when every question of the
+/// check was answered (the divergence question of this barrier among them).
+pub fn barrier_markdown(
+    source: &str,
+    barrier: &Barrier,
+    kernel: &str,
+    report: Option<&KernelReport>,
+) -> String {
+    let head = format!("`{source}` in kernel `{kernel}`");
+    let Some(report) = report else {
+        return format!("{head}: the kernel is being checked.\n");
+    };
+    let diverges = report
+        .findings
+        .iter()
+        .any(|f| f.kind == FindingKind::BarrierDivergence && f.span == barrier.span);
+    // Racy and divergent verdicts also come with unanswered questions (then with a reason).
+    let complete = matches!(
+        report.verdict,
+        Verdict::RaceFree | Verdict::Racy | Verdict::Divergent
+    ) && report.reason.is_none();
+    let together = match &barrier.kind {
+        BarrierKind::Block => Some("every thread of the block reaches it, or none does"),
+        BarrierKind::Warp { mask: None } => {
+            Some("every lane of the warp that has not exited reaches it, or none does")
+        }
+        BarrierKind::Warp {
+            mask: Some(Expr::Int(m)),
+        } if *m as u32 == u32::MAX => {
+            Some("every lane of the warp that has not exited reaches it, or none does")
+        }
+        // The checker treats a partial mask as no synchronization and asks no question about it.
+        BarrierKind::Warp { .. } => None,
+        BarrierKind::Grid => Some("every thread of the grid reaches it, or none does"),
+    };
+    let mut md = match (together, complete && !diverges) {
+        (None, _) => format!(
+            "{head}: its mask is not the full mask; cudarace does not check which lanes reach it.\n"
+        ),
+        (Some(together), true) => format!("{head}: **no divergence found** — {together}.\n"),
+        (Some(_), false) => {
+            let mut md = format!(
+                "{head}: divergence **not ruled out** — kernel verdict `{}`",
+                report.verdict.as_str()
+            );
+            match &report.reason {
+                Some(reason) => {
+                    let _ = writeln!(md, ": {}.", reason.trim_end_matches('.'));
+                }
+                None => md.push_str(".\n"),
+            }
+            md
+        }
+    };
+    if !report.assumed_launch.is_empty() {
+        let _ = writeln!(md, "\nAssumed launch: {}", report.assumed_launch);
+    }
     md
 }
 

@@ -143,13 +143,24 @@ impl Inflight {
             }
             // One waiter receives; the others wait for it to publish the answer.
             let received = match slot.rx.try_lock() {
-                Ok(rx) => match rx.as_ref().map(|rx| rx.recv_timeout(POLL)) {
-                    Some(Ok(answer)) => Some(answer),
-                    Some(Err(RecvTimeoutError::Timeout)) | None => None,
-                    Some(Err(RecvTimeoutError::Disconnected)) => Some(Answer::Unknown(
-                        "solver error: the worker lost the query".into(),
-                    )),
-                },
+                Ok(mut rx) => {
+                    let received = match rx.as_ref().map(|rx| rx.recv_timeout(POLL)) {
+                        Some(Ok(answer)) => Some(answer),
+                        Some(Err(RecvTimeoutError::Timeout)) | None => None,
+                        Some(Err(RecvTimeoutError::Disconnected)) => Some(Answer::Unknown(
+                            "solver error: the worker lost the query".into(),
+                        )),
+                    };
+                    if let Some(answer) = &received {
+                        // Published before the receiver is let go: the next waiter to take it
+                        // would find it disconnected (its one answer taken) and call the query
+                        // lost.
+                        *slot.answer.lock().unwrap_or_else(|p| p.into_inner()) =
+                            Some(answer.clone());
+                        *rx = None;
+                    }
+                    received
+                }
                 Err(_) => {
                     let guard = slot.answer.lock().unwrap_or_else(|p| p.into_inner());
                     let _ = slot.ready.wait_timeout(guard, POLL);
@@ -158,7 +169,6 @@ impl Inflight {
             };
             if let Some(answer) = received {
                 cache.insert(slot.key.0.clone(), slot.key.1, answer.clone());
-                *slot.answer.lock().unwrap_or_else(|p| p.into_inner()) = Some(answer.clone());
                 slot.ready.notify_all();
                 let mut slots = self.shared.slots.lock().unwrap_or_else(|p| p.into_inner());
                 if slots.get(&slot.key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
@@ -263,5 +273,25 @@ mod tests {
         let cancel = CancelToken::new();
         cancel.cancel();
         assert_eq!(inflight.wait(&slot, &cancel, &cache), None);
+    }
+
+    /// Every waiter of a shared slot gets the solver's answer, however the waits interleave.
+    #[test]
+    fn all_waiters_of_a_slot_get_the_answer() {
+        let pool = SolverPool::new(2);
+        let inflight = Inflight::new();
+        let cache = AnswerCache::new(1000);
+        for n in 0..100 {
+            let (slot, _) = inflight.acquire(&pool, &query(100 + n), Limits::default());
+            let answers: Vec<Option<Answer>> = std::thread::scope(|s| {
+                let waiters: Vec<_> = (0..4)
+                    .map(|_| s.spawn(|| inflight.wait(&slot, &CancelToken::new(), &cache)))
+                    .collect();
+                waiters.into_iter().map(|w| w.join().unwrap()).collect()
+            });
+            for answer in answers {
+                assert!(matches!(answer, Some(Answer::Sat(_))), "{answer:?}");
+            }
+        }
     }
 }

@@ -6,13 +6,14 @@
 //! interrupted) unless the newer version's check still needs them (see [`crate::inflight`]).
 
 use crate::cache::{kernel_fingerprint, AnswerCache, ReportCache};
+use crate::hover::kernel_barriers;
 use crate::inflight::{Inflight, Slot};
 use crate::pipeline::tree_sitter::Tree;
 use crate::pipeline::{
     finish_kernel, kernel_check_options, lower, plan_kernel, Answer, CancelToken, Options, Query,
     SolverPool,
 };
-use cudarace_ir::{FileIr, Kernel, KernelReport, SourceFile, Verdict};
+use cudarace_ir::{Barrier, FileIr, Kernel, KernelReport, SourceFile, Verdict};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -70,6 +71,8 @@ pub struct KernelEntry {
     pub key: String,
     /// Its report, when the report cache already had it.
     pub cached: Option<KernelReport>,
+    /// Its barriers in this version (for hover on barriers without a finding).
+    pub barriers: Vec<Barrier>,
 }
 
 pub enum CheckEvent {
@@ -188,6 +191,7 @@ pub fn run_check(
         entries.push(KernelEntry {
             key: key.clone(),
             cached,
+            barriers: kernel_barriers(kernel),
         });
     }
     totals.kernels_analysed = entries.len();

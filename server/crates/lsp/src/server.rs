@@ -9,16 +9,18 @@ use crate::code_action::{
     allow_candidate, divergence_fix_candidates, fix_action, race_fix_candidates, same_warp, Edit,
     Verification, VerifyJob,
 };
-use crate::diagnostics::{kernel_diagnostics, notice_diagnostics, SpanResolver};
+use crate::diagnostics::{
+    kernel_diagnostics, notice_diagnostics, too_large_diagnostic, SpanResolver,
+};
 use crate::document::LineIndex16;
 use crate::document::{is_cuda, ByteEdit, Document};
-use crate::hover::{finding_markdown, kernel_markdown};
+use crate::hover::{barrier_markdown, finding_markdown, kernel_markdown};
 use crate::pipeline::CancelToken;
 use crate::pipeline::{assess, Config, ConfigError, CONFIG_FILE_NAME};
 use crate::scheduler::{run_check, CheckEvent, CheckInput, CheckTotals, Engine};
 use crate::settings::Settings;
 use crate::stats::{DocumentStats, RunningTotals, StatsParams};
-use cudarace_ir::{FindingKind, KernelReport, SourceFile, Span};
+use cudarace_ir::{Barrier, BarrierKind, FindingKind, KernelReport, SourceFile, Span};
 use futures::future::FutureExt;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -188,6 +190,8 @@ impl LanguageServer for Server {
 struct Shown {
     key: String,
     report: KernelReport,
+    /// The document version the report was computed for (older while the kernel is re-checked).
+    version: i32,
 }
 
 struct RunningJob {
@@ -216,6 +220,9 @@ struct DocState {
     /// The configuration the running (or last) check used: its severities and suppression
     /// settings apply to what is published.
     config: Arc<Config>,
+    /// The barriers of each kernel (by key) of the last lowered version, and that version.
+    barriers: Vec<(String, Vec<Barrier>)>,
+    barriers_version: Option<i32>,
 }
 
 struct State {
@@ -327,7 +334,7 @@ impl State {
         }
         let uris: Vec<Uri> = self.docs.keys().cloned().collect();
         for uri in uris {
-            self.start_job(&uri);
+            self.start_job(&uri).await;
         }
     }
 
@@ -344,8 +351,8 @@ impl State {
                     self.register_config_watcher();
                 }
             }
-            Msg::DidOpen(p) => self.did_open(p),
-            Msg::DidChange(p) => self.did_change(p),
+            Msg::DidOpen(p) => self.did_open(p).await,
+            Msg::DidChange(p) => self.did_change(p).await,
             Msg::DidClose(p) => {
                 if let Some(mut d) = self.docs.remove(&p.text_document.uri) {
                     cancel_job(&mut d);
@@ -497,11 +504,11 @@ impl State {
         let uris: Vec<Uri> = self.docs.keys().cloned().collect();
         for uri in uris {
             self.publish(&uri, false).await;
-            self.start_job(&uri);
+            self.start_job(&uri).await;
         }
     }
 
-    fn did_open(&mut self, p: DidOpenTextDocumentParams) {
+    async fn did_open(&mut self, p: DidOpenTextDocumentParams) {
         let item = p.text_document;
         if !is_cuda(&item.language_id, item.uri.path().as_str()) {
             return;
@@ -523,14 +530,16 @@ impl State {
             fixes: HashMap::new(),
             fix_cancel: CancelToken::new(),
             config: Arc::new(Config::default()),
+            barriers: vec![],
+            barriers_version: None,
         };
         if let Some(mut old) = self.docs.insert(item.uri.clone(), state) {
             cancel_job(&mut old);
         }
-        self.start_job(&item.uri);
+        self.start_job(&item.uri).await;
     }
 
-    fn did_change(&mut self, p: DidChangeTextDocumentParams) {
+    async fn did_change(&mut self, p: DidChangeTextDocumentParams) {
         let uri = p.text_document.uri;
         let Some(d) = self.docs.get_mut(&uri) else {
             tracing::warn!("change for a document that is not open: {}", uri.as_str());
@@ -548,15 +557,25 @@ impl State {
         d.fix_cancel.cancel();
         d.fix_cancel = CancelToken::new();
         d.fixes.clear();
-        self.start_job(&uri);
+        self.start_job(&uri).await;
     }
 
-    fn start_job(&mut self, uri: &Uri) {
-        let Some(path) = self.docs.get(uri).map(|d| d.path.clone()) else {
+    async fn start_job(&mut self, uri: &Uri) {
+        let Some((path, size)) = self
+            .docs
+            .get(uri)
+            .map(|d| (d.path.clone(), d.doc.text().len() as u64))
+        else {
             return;
         };
         let config = self.config_for(path.as_deref());
         let options = self.settings.options_with(&config);
+        // The command line's limit (`Budget::max_file_bytes`), so that both refuse the same files.
+        let limit = options.budget.max_file_bytes;
+        if size > limit {
+            self.refuse_too_large(uri, size, limit).await;
+            return;
+        }
         let Some(d) = self.docs.get_mut(uri) else {
             return;
         };
@@ -602,21 +621,66 @@ impl State {
         });
     }
 
+    /// A document over the size limit is not analysed: its running check stops, its old
+    /// findings go, and one diagnostic says why. The next edit that brings it under the limit
+    /// starts a check again.
+    async fn refuse_too_large(&mut self, uri: &Uri, size: u64, limit: u64) {
+        let Some(d) = self.docs.get_mut(uri) else {
+            return;
+        };
+        cancel_job(d);
+        d.fix_cancel.cancel();
+        d.fix_cancel = CancelToken::new();
+        d.fixes.clear();
+        d.shown.clear();
+        d.files = Arc::new(vec![]);
+        d.barriers.clear();
+        d.barriers_version = None;
+        // `cudarace/stats` requests waiting for the cancelled check stop waiting.
+        self.next_generation += 1;
+        d.done.send_replace(self.next_generation);
+        let diagnostics = vec![too_large_diagnostic(size, limit)];
+        let version = d.doc.version;
+        d.last_published = Some((version, diagnostics.clone()));
+        d.publish_count += 1;
+        tracing::info!(
+            "not checking {} v{version}: {size} bytes, limit {limit}",
+            uri.as_str()
+        );
+        self.client
+            .publish_diagnostics(uri.clone(), diagnostics, Some(version))
+            .await;
+    }
+
     async fn job_event(&mut self, uri: Uri, generation: u64, event: JobEvent) {
         let Some(d) = self.docs.get_mut(&uri) else {
             return;
         };
-        if d.job.as_ref().map(|j| j.generation) != Some(generation) {
+        let Some(version) = d
+            .job
+            .as_ref()
+            .filter(|j| j.generation == generation)
+            .map(|j| j.version)
+        else {
             return; // a superseded job
-        }
+        };
         match event {
             JobEvent::Check(CheckEvent::Lowered { kernels, files }) => {
                 let mut old: HashMap<String, Shown> =
                     d.shown.drain(..).map(|s| (s.key.clone(), s)).collect();
+                d.barriers = kernels
+                    .iter()
+                    .map(|k| (k.key.clone(), k.barriers.clone()))
+                    .collect();
+                d.barriers_version = Some(version);
                 d.shown = kernels
                     .into_iter()
                     .filter_map(|k| match k.cached {
-                        Some(report) => Some(Shown { key: k.key, report }),
+                        Some(report) => Some(Shown {
+                            key: k.key,
+                            report,
+                            version,
+                        }),
                         // Not finished yet: keep the previous result (no flicker to empty).
                         None => old.remove(&k.key),
                     })
@@ -626,8 +690,15 @@ impl State {
             }
             JobEvent::Check(CheckEvent::Kernel { key, report }) => {
                 match d.shown.iter_mut().find(|s| s.key == key) {
-                    Some(s) => s.report = report,
-                    None => d.shown.push(Shown { key, report }),
+                    Some(s) => {
+                        s.report = report;
+                        s.version = version;
+                    }
+                    None => d.shown.push(Shown {
+                        key,
+                        report,
+                        version,
+                    }),
                 }
                 d.shown.sort_by_key(|s| s.report.span.start);
                 self.publish(&uri, false).await;
@@ -779,7 +850,42 @@ impl State {
                 return Some(markdown(kernel_markdown(&s.report), s.report.name_span));
             }
         }
-        None
+        self.barrier_hover(d, offset)
+    }
+
+    /// Hover on a barrier without a finding (findings and kernel names are hovered first):
+    /// what each kernel it belongs to established about it. Only for barriers of the current
+    /// text; a kernel whose check of the current text is not finished claims nothing.
+    fn barrier_hover(&self, d: &DocState, offset: u32) -> Option<Hover> {
+        if d.barriers_version != Some(d.doc.version) {
+            return None;
+        }
+        let mut at = None;
+        let mut parts = Vec::new();
+        for (key, barriers) in &d.barriers {
+            let hit =
+                |b: &&Barrier| b.span.file.0 == 0 && b.span.start <= offset && offset <= b.span.end;
+            let Some(barrier) = barriers.iter().find(hit) else {
+                continue;
+            };
+            let report = d
+                .shown
+                .iter()
+                .find(|s| &s.key == key && s.version == d.doc.version)
+                .map(|s| &s.report);
+            let kernel = report.map_or(key.as_str(), |r| r.name.as_str());
+            let source = barrier_source(d.doc.text(), barrier);
+            parts.push(barrier_markdown(&source, barrier, kernel, report));
+            at.get_or_insert(barrier.span);
+        }
+        let span = at?;
+        Some(Hover {
+            contents: HoverContents::Markup(MarkupContent {
+                kind: MarkupKind::Markdown,
+                value: parts.join("\n---\n\n"),
+            }),
+            range: Some(d.doc.range(span)),
+        })
     }
 
     fn code_action(&mut self, p: &CodeActionParams) -> Vec<PendingAction> {
@@ -907,6 +1013,21 @@ impl State {
         }
         out.extend(allows);
         out
+    }
+}
+
+/// The barrier as written (`__syncthreads()`, `grid.sync()`, …), or its usual name when the
+/// text at its span is not a short one-line call.
+fn barrier_source(text: &str, barrier: &Barrier) -> String {
+    let written = text
+        .get(barrier.span.start as usize..barrier.span.end as usize)
+        .map(str::trim)
+        .filter(|w| !w.is_empty() && w.len() <= 60 && !w.contains('\n') && !w.contains('`'));
+    match (written, &barrier.kind) {
+        (Some(w), _) => w.to_string(),
+        (None, BarrierKind::Block) => "__syncthreads()".into(),
+        (None, BarrierKind::Warp { .. }) => "__syncwarp()".into(),
+        (None, BarrierKind::Grid) => "grid.sync()".into(),
     }
 }
 

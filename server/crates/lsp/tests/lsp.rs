@@ -816,3 +816,179 @@ async fn workspace_config_is_read_and_watched() {
     let _ = std::fs::remove_dir_all(&dir);
     c.shutdown().await;
 }
+
+/// After `shutdown` (LSP: "the server errors on requests after shutdown"), every request gets an
+/// InvalidRequest error and notifications are ignored, without a crash; `exit` then stops the
+/// server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_after_shutdown_are_refused_and_exit_stops_the_server() {
+    const INVALID_REQUEST: i64 = -32600;
+    let mut c = Client::initialized(json!({"blockDim": [256], "gridDim": [4]})).await;
+    c.open(URI, RACY);
+    c.diagnostics(URI).await;
+    let published_before = c.published[URI].len();
+    assert!(c.request("shutdown", Value::Null).await.is_null());
+
+    let (line, character) = position_of(RACY, "s[t + 1]", 0);
+    let hover = c
+        .request_raw(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": line, "character": character + 1}}),
+        )
+        .await;
+    assert_eq!(hover["error"]["code"], INVALID_REQUEST, "{hover}");
+    let stats = c
+        .request_raw(
+            "cudarace/stats",
+            json!({"textDocument": {"uri": URI}, "wait": true}),
+        )
+        .await;
+    assert_eq!(stats["error"]["code"], INVALID_REQUEST, "{stats}");
+    let again = c.request_raw("shutdown", Value::Null).await;
+    assert_eq!(again["error"]["code"], INVALID_REQUEST, "{again}");
+
+    // A change after shutdown is not applied: no check runs, nothing is published.
+    c.change(
+        URI,
+        2,
+        ((0, 0), (0, 0)),
+        "__global__ void k(int *a) { a[0] = 1; }\n",
+    );
+    let after = c
+        .request_raw(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}}),
+        )
+        .await;
+    assert_eq!(after["error"]["code"], INVALID_REQUEST, "{after}");
+    c.collect_for(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        c.published[URI].len(),
+        published_before,
+        "{:#?}",
+        c.published[URI]
+    );
+
+    c.exit().await;
+}
+
+/// Documents over the command line's size limit (4 MiB) are not analysed: one Warning at the
+/// top says so (old findings go), and analysis resumes when the document is small again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documents_over_the_size_limit_are_not_analysed() {
+    const LIMIT: usize = 4 * 1024 * 1024;
+    let filler_line = format!("// {}\n", "x".repeat(77));
+    let filler_lines = LIMIT / filler_line.len() + 1;
+    let filler = filler_line.repeat(filler_lines);
+    let big = format!("{RACY}{filler}");
+    assert!(big.len() > LIMIT);
+    let racy_lines = RACY.matches('\n').count() as u32;
+    let filler_range = ((racy_lines, 0), (racy_lines + filler_lines as u32, 0));
+    let too_large = |published: &Value, size: usize| {
+        let diags = diags_of(published);
+        assert_eq!(diags.len(), 1, "{diags:#?}");
+        let d = &diags[0];
+        assert_eq!(d["severity"], 2, "{d:#}");
+        assert_eq!(d["source"], "cudarace");
+        assert_eq!(d["range"]["start"]["line"], 0);
+        let message = d["message"].as_str().expect("message");
+        assert!(message.contains("too large"), "{message}");
+        assert!(message.contains(&format!("{size} bytes")), "{message}");
+        assert!(message.contains("4 MiB"), "{message}");
+    };
+    let mut c = Client::initialized(json!({"blockDim": [256], "gridDim": [4]})).await;
+
+    // Opened too large.
+    c.open(URI, &big);
+    let published = c.diagnostics(URI).await;
+    too_large(&published, big.len());
+
+    // Shrunk under the limit: checked again.
+    c.change(URI, 2, filler_range, "");
+    let published = c.diagnostics(URI).await;
+    assert!(!races(&published).is_empty(), "{published:#}");
+
+    // Grown over the limit by an edit: the race goes with the other findings, hover says nothing.
+    c.change(URI, 3, ((racy_lines, 0), (racy_lines, 0)), &filler);
+    let published = c.diagnostics(URI).await;
+    assert_eq!(published["version"], 3);
+    too_large(&published, big.len());
+    let (line, character) = position_of(RACY, "s[t + 1]", 0);
+    let hover = c
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": URI}, "position": {"line": line, "character": character + 1}}),
+        )
+        .await;
+    assert!(hover.is_null(), "{hover}");
+    c.shutdown().await;
+}
+
+/// Hover on a barrier without a finding says what the check established: no divergence in a
+/// kernel whose check is complete, nothing claimed where the verdict is unknown; on a divergent
+/// barrier the finding's hover wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hover_on_barriers_says_what_the_check_established() {
+    const CLEAN: &str = "__global__ void reverse(int *out) {\n\
+  __shared__ int s[64];\n\
+  int t = threadIdx.x;\n\
+  s[t] = t;\n\
+  __syncthreads();\n\
+  out[blockIdx.x * blockDim.x + t] = s[63 - t];\n\
+}\n";
+    // An opaque call that may write `s`: the verdict is unknown.
+    const OPAQUE: &str = "__device__ void touch(int *p);\n\
+__global__ void opaque(int *out) {\n\
+  __shared__ int s[64];\n\
+  int t = threadIdx.x;\n\
+  touch(s);\n\
+  __syncthreads();\n\
+  out[blockIdx.x * blockDim.x + t] = s[63 - t];\n\
+}\n";
+    let mut c = Client::initialized(json!({"blockDim": [64], "gridDim": [2]})).await;
+    let mut hover_on_barrier = async |uri: &str, text: &str| {
+        c.open(uri, text);
+        c.diagnostics(uri).await;
+        let (line, character) = position_of(text, "__syncthreads()", 0);
+        let hover = c
+            .request(
+                "textDocument/hover",
+                json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character + 2}}),
+            )
+            .await;
+        assert_eq!(
+            hover["range"],
+            range_of(text, "__syncthreads()", 0),
+            "{hover:#}"
+        );
+        hover["contents"]["value"]
+            .as_str()
+            .unwrap_or_else(|| panic!("markdown hover: {hover:#}"))
+            .to_string()
+    };
+
+    let md = hover_on_barrier("file:///work/test/clean.cu", CLEAN).await;
+    assert!(
+        md.starts_with("`__syncthreads()` in kernel `reverse`: **no divergence found**"),
+        "{md}"
+    );
+    assert!(
+        md.contains("every thread of the block reaches it, or none does"),
+        "{md}"
+    );
+
+    let md = hover_on_barrier("file:///work/test/half.cu", DIVERGENT).await;
+    assert!(
+        md.starts_with("**barrier divergence** in kernel `half`"),
+        "{md}"
+    );
+    assert!(!md.contains("no divergence"), "{md}");
+
+    let md = hover_on_barrier("file:///work/test/opaque.cu", OPAQUE).await;
+    assert!(
+        md.starts_with("`__syncthreads()` in kernel `opaque`: divergence **not ruled out** — kernel verdict `unknown`: "),
+        "{md}"
+    );
+    assert!(!md.contains("no divergence"), "{md}");
+    c.shutdown().await;
+}

@@ -27,6 +27,8 @@ pub struct Client {
     pub other: Vec<(String, Value)>,
     /// Requests the server sent to the client (method names).
     pub server_requests: Arc<Mutex<Vec<String>>>,
+    /// The server task: it ends when the server stops serving (after `exit`).
+    server: tokio::task::JoinHandle<()>,
 }
 
 pub fn frame(body: &str) -> Vec<u8> {
@@ -38,7 +40,7 @@ impl Client {
     pub fn start() -> Client {
         let (client_io, server_io) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server_io);
-        tokio::spawn(cudarace_lsp::run(server_read, server_write));
+        let server = tokio::spawn(cudarace_lsp::run(server_read, server_write));
         let (client_read, mut client_write) = tokio::io::split(client_io);
 
         let (out, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
@@ -111,6 +113,7 @@ impl Client {
             published: HashMap::new(),
             other: vec![],
             server_requests,
+            server,
         }
     }
 
@@ -275,6 +278,37 @@ impl Client {
                 self.other.push((m, msg["params"].clone()));
             }
         }
+    }
+
+    /// Waits up to `duration` for notifications, recording them; returns how many arrived.
+    pub async fn collect_for(&mut self, duration: Duration) -> usize {
+        let deadline = tokio::time::Instant::now() + duration;
+        let mut count = 0;
+        while let Ok(Some(msg)) = tokio::time::timeout_at(deadline, self.notifications.recv()).await
+        {
+            count += 1;
+            let method = msg["method"].as_str().unwrap_or("").to_string();
+            if method == "textDocument/publishDiagnostics" {
+                let u = msg["params"]["uri"].as_str().unwrap_or("").to_string();
+                self.published
+                    .entry(u)
+                    .or_default()
+                    .push(msg["params"].clone());
+            } else {
+                self.other.push((method, msg["params"].clone()));
+            }
+        }
+        count
+    }
+
+    /// Sends `exit` and waits for the server to stop serving; panics if it does not.
+    pub async fn exit(self) {
+        self.notify("exit", Value::Null);
+        // Stopping involves no analysis: a few seconds are plenty.
+        tokio::time::timeout(Duration::from_secs(10), self.server)
+            .await
+            .expect("the server stops after exit")
+            .expect("the server task does not panic");
     }
 
     pub async fn shutdown(mut self) {
