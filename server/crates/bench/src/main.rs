@@ -279,6 +279,11 @@ fn print_row(name: &str, rs: &[&KernelRun]) {
 /// (b) the scaling families.
 /// One family at one size, measured in this process (the child side of [`section_b`]); prints
 /// one JSON line.
+/// A scaling point repeats its analysis (in one process) for at least this long …
+const MIN_POINT_TIME: Duration = Duration::from_millis(500);
+/// … and at most this often.
+const MAX_POINT_REPS: usize = 200;
+
 fn run_one(family: usize, size: usize, reps: usize, opts: &Options, pool: &SolverPool) {
     let Some((_, generate)) = gen::FAMILIES.get(family) else {
         eprintln!("bench: no family {family}");
@@ -287,7 +292,12 @@ fn run_one(family: usize, size: usize, reps: usize, opts: &Options, pool: &Solve
     let text = generate(size);
     let mut times = Vec::new();
     let (mut rss, mut heap, mut queries, mut verdict) = (0u64, 0usize, 0usize, String::new());
-    for _ in 0..reps {
+    // Short points repeat until they have run for a while: a single millisecond-scale run is
+    // mostly scheduler noise, and a fitted growth exponent amplifies it.
+    let spent = Instant::now();
+    let mut done = 0;
+    while done < reps || (spent.elapsed() < MIN_POINT_TIME && done < MAX_POINT_REPS) {
+        done += 1;
         let window = mem::Window::start();
         let started = Instant::now();
         let report = analyze_source(None, &text, opts, pool);
@@ -381,7 +391,9 @@ fn section_b(args: &Args) {
     println!(
         "Five generated race-free families (after Faial, CAV'21 §6, Fig. 7); size n = how often \
          the pattern is repeated (or nested). Time = median wall-clock ms of the whole file \
-         analysis (parse + check) in a fresh process; a point not finished after {} s is killed \
+         analysis (parse + check) in a fresh process, repeated in that process for at least \
+         0.5 s (at least --reps times, at most 200); growth k = the exponent of the power law \
+         t ≈ c·n^k fitted to n = 10…50 (1 = linear, 2 = quadratic); a point not finished after {} s is killed \
          and larger sizes of that family are skipped. Memory = peak growth during one \
          analysis: process RSS (covers Z3's heap) / Rust heap (counting allocator).\n",
         args.size_limit_s
