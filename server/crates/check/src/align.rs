@@ -211,7 +211,7 @@ fn dealign(range: (u32, u32)) -> impl FnMut(&Term) -> Term {
             };
             let rest = v.strip_prefix('%')?;
             let id = fresh_id(rest)?;
-            (id >= range.0 && id < range.1).then(|| Term::Var(format!("{hat}${rest}")))
+            (id >= range.0 && id < range.1).then(|| Term::Var(format!("{hat}${rest}").into()))
         })
     }
 }

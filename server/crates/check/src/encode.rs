@@ -14,6 +14,7 @@ use crate::terms::*;
 use cudarace_ir::{Expr, Kernel};
 use cudarace_solver::{Query, Sort, Term};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 const DIMS: [&str; 3] = ["x", "y", "z"];
 
@@ -37,15 +38,15 @@ pub fn rename(scope: Scope, thread: char, t: &Term) -> Term {
     map_vars(t, &mut |v| {
         if let Some(rest) = v.strip_prefix('^') {
             let o = if thread == 'A' { 'B' } else { 'A' };
-            return Some(rename(scope, o, &Term::Var(rest.to_string())));
+            return Some(rename(scope, o, &Term::Var(rest.to_string().into())));
         }
         if let Some(rest) = v.strip_prefix('$') {
-            return Some(Term::Var(format!("{thread}.{rest}")));
+            return Some(Term::Var(format!("{thread}.{rest}").into()));
         }
         if let Some(rest) = v.strip_prefix('%') {
             return Some(Term::Var(match scope {
-                Scope::SameBlock { .. } if !rest.starts_with("bid.") => rest.to_string(),
-                _ => format!("{thread}.{rest}"),
+                Scope::SameBlock { .. } if !rest.starts_with("bid.") => rest.to_string().into(),
+                _ => format!("{thread}.{rest}").into(),
             }));
         }
         None
@@ -53,7 +54,7 @@ pub fn rename(scope: Scope, thread: char, t: &Term) -> Term {
 }
 
 fn v(name: String) -> Term {
-    Term::Var(name)
+    Term::Var(name.into())
 }
 
 impl<'a> Encoder<'a> {
@@ -402,7 +403,11 @@ impl<'a> Encoder<'a> {
                 canon.insert(name.clone(), cand);
             }
         }
-        let rn = |t: &Term| map_vars(t, &mut |x| canon.get(x).map(|c| Term::Var(c.clone())));
+        let rn = |t: &Term| {
+            map_vars(t, &mut |x| {
+                canon.get(x).map(|c| Term::Var(c.clone().into()))
+            })
+        };
         let mut assertions: Vec<Term> = ranges.iter().map(rn).collect();
         main = main.iter().map(rn).collect();
         assertions.extend(main);
@@ -433,7 +438,7 @@ impl<'a> Encoder<'a> {
 }
 
 fn contains_product(t: &Term, a: &str, b: &str) -> bool {
-    let is = |x: &Term, n: &str| matches!(x, Term::Var(v) if v == n);
+    let is = |x: &Term, n: &str| matches!(x, Term::Var(v) if &**v == n);
     match t {
         Term::Mul(ts)
             if ts.len() == 2
@@ -479,7 +484,7 @@ fn xor_involution(x: &Term, y: &Term) -> Option<Term> {
     else {
         return None;
     };
-    let [p, q] = args.as_slice() else { return None };
+    let [p, q] = &args[..] else { return None };
     if *width > 62 {
         return None;
     }
@@ -492,7 +497,7 @@ fn xor_involution(x: &Term, y: &Term) -> Option<Term> {
         args: a2,
     } = x
     {
-        if let [p2, q2] = a2.as_slice() {
+        if let [p2, q2] = &a2[..] {
             if q2 == q && w2 == width {
                 let mut pre = in_range(p);
                 pre.extend(in_range(p2));
@@ -505,7 +510,7 @@ fn xor_involution(x: &Term, y: &Term) -> Option<Term> {
         op: cudarace_solver::BitOp::Xor,
         width: *width,
         signed: false,
-        args: vec![x.clone(), q.clone()],
+        args: vec![x.clone(), q.clone()].into(),
     };
     Some(Term::implies(
         and(vec![
@@ -545,25 +550,25 @@ fn split_id(t: &Term) -> Option<(Term, Term, Term)> {
         (thread == "A" || thread == "B").then(|| format!("blockDim.{dim}"))
     };
     if let Some(bound) = thread_index(t) {
-        return Some((int(0), Term::Var(bound), t.clone()));
+        return Some((int(0), Term::Var(bound.into()), t.clone()));
     }
     let Term::Add(ts) = t else { return None };
-    let [a, b] = ts.as_slice() else { return None };
+    let [a, b] = &ts[..] else { return None };
     for (high, lo) in [(a, b), (b, a)] {
         let Some(bound) = thread_index(lo) else {
             continue;
         };
-        let is_bound = |x: &Term| matches!(x, Term::Var(n) if *n == bound);
+        let is_bound = |x: &Term| matches!(x, Term::Var(n) if **n == *bound);
         let hi = match high {
             h if is_bound(h) => int(1),
-            Term::Mul(ps) => match ps.as_slice() {
+            Term::Mul(ps) => match &ps[..] {
                 [p @ (Term::Var(_) | Term::Int(_)), q] if is_bound(q) => p.clone(),
                 [p, q @ (Term::Var(_) | Term::Int(_))] if is_bound(p) => q.clone(),
                 _ => continue,
             },
             _ => continue,
         };
-        return Some((hi, Term::Var(bound), lo.clone()));
+        return Some((hi, Term::Var(bound.into()), lo.clone()));
     }
     None
 }
@@ -579,7 +584,7 @@ fn split_rows(t: &Term) -> Vec<(Term, Term, Term)> {
                 flat(a, out);
                 out.push(match &**b {
                     Term::Int(v) => v.checked_neg().map(int).unwrap_or(Term::Neg(b.clone())),
-                    other => Term::Neg(Box::new(other.clone())),
+                    other => Term::Neg(Arc::new(other.clone())),
                 });
             }
             other => out.push(other.clone()),
@@ -591,7 +596,7 @@ fn split_rows(t: &Term) -> Vec<(Term, Term, Term)> {
     let mut out = Vec::new();
     for (i, s) in summands.iter().enumerate() {
         let Term::Mul(fs) = s else { continue };
-        let [p, q] = fs.as_slice() else { continue };
+        let [p, q] = &fs[..] else { continue };
         let (hi, m) = if per_thread(p) && !per_thread(q) {
             (p.clone(), q.clone())
         } else if per_thread(q) && !per_thread(p) {

@@ -256,7 +256,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         // A core that has every conjunct of another (and more) adds no solution: drop it.
         let conj = |t: &Term| -> Vec<Term> {
             match t {
-                Term::And(ts) => ts.clone(),
+                Term::And(ts) => ts.to_vec(),
                 other => vec![other.clone()],
             }
         };

@@ -12,6 +12,7 @@
 
 use cudarace_solver::Term;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 pub fn int(v: i64) -> Term {
     Term::Int(v)
@@ -31,13 +32,13 @@ pub fn as_int(t: &Term) -> Option<i64> {
 pub fn and(ts: Vec<Term>) -> Term {
     let mut out = Vec::new();
     for t in ts {
-        match t {
+        match &t {
             Term::Bool(true) => {}
             Term::Bool(false) => return Term::Bool(false),
-            Term::And(inner) => out.extend(inner),
-            other => {
-                if !out.contains(&other) {
-                    out.push(other)
+            Term::And(inner) => out.extend(inner.iter().cloned()),
+            _ => {
+                if !out.contains(&t) {
+                    out.push(t)
                 }
             }
         }
@@ -45,20 +46,20 @@ pub fn and(ts: Vec<Term>) -> Term {
     match out.len() {
         0 => Term::Bool(true),
         1 => out.pop().unwrap_or(Term::Bool(true)),
-        _ => Term::And(out),
+        _ => Term::And(out.into()),
     }
 }
 
 pub fn or(ts: Vec<Term>) -> Term {
     let mut out = Vec::new();
     for t in ts {
-        match t {
+        match &t {
             Term::Bool(false) => {}
             Term::Bool(true) => return Term::Bool(true),
-            Term::Or(inner) => out.extend(inner),
-            other => {
-                if !out.contains(&other) {
-                    out.push(other)
+            Term::Or(inner) => out.extend(inner.iter().cloned()),
+            _ => {
+                if !out.contains(&t) {
+                    out.push(t)
                 }
             }
         }
@@ -66,15 +67,15 @@ pub fn or(ts: Vec<Term>) -> Term {
     match out.len() {
         0 => Term::Bool(false),
         1 => out.pop().unwrap_or(Term::Bool(false)),
-        _ => Term::Or(out),
+        _ => Term::Or(out.into()),
     }
 }
 
 pub fn not(t: Term) -> Term {
-    match t {
+    match &t {
         Term::Bool(b) => Term::Bool(!b),
-        Term::Not(inner) => *inner,
-        other => Term::Not(Box::new(other)),
+        Term::Not(inner) => (**inner).clone(),
+        _ => Term::Not(Arc::new(t)),
     }
 }
 
@@ -82,11 +83,11 @@ pub fn add(a: Term, b: Term) -> Term {
     match (&a, &b) {
         (Term::Int(x), Term::Int(y)) => match x.checked_add(*y) {
             Some(v) => Term::Int(v),
-            None => Term::Add(vec![a, b]),
+            None => Term::Add(vec![a, b].into()),
         },
         (Term::Int(0), _) => b,
         (_, Term::Int(0)) => a,
-        _ => Term::Add(vec![a, b]),
+        _ => Term::Add(vec![a, b].into()),
     }
 }
 
@@ -105,12 +106,12 @@ pub fn mul(a: Term, b: Term) -> Term {
     match (&a, &b) {
         (Term::Int(x), Term::Int(y)) => match x.checked_mul(*y) {
             Some(v) => Term::Int(v),
-            None => Term::Mul(vec![a, b]),
+            None => Term::Mul(vec![a, b].into()),
         },
         (Term::Int(1), _) => b,
         (_, Term::Int(1)) => a,
         (Term::Int(0), _) | (_, Term::Int(0)) => Term::Int(0),
-        _ => Term::Mul(vec![a, b]),
+        _ => Term::Mul(vec![a, b].into()),
     }
 }
 
@@ -118,10 +119,10 @@ pub fn div(a: Term, b: Term) -> Term {
     match (&a, &b) {
         (Term::Int(x), Term::Int(y)) if *y != 0 => match x.checked_div(*y) {
             Some(v) => Term::Int(v),
-            None => Term::Div(Box::new(a), Box::new(b)),
+            None => Term::Div(Arc::new(a), Arc::new(b)),
         },
         (_, Term::Int(1)) => a,
-        _ => Term::Div(Box::new(a), Box::new(b)),
+        _ => Term::Div(Arc::new(a), Arc::new(b)),
     }
 }
 
@@ -129,9 +130,9 @@ pub fn rem(a: Term, b: Term) -> Term {
     match (&a, &b) {
         (Term::Int(x), Term::Int(y)) if *y != 0 => match x.checked_rem(*y) {
             Some(v) => Term::Int(v),
-            None => Term::Rem(Box::new(a), Box::new(b)),
+            None => Term::Rem(Arc::new(a), Arc::new(b)),
         },
-        _ => Term::Rem(Box::new(a), Box::new(b)),
+        _ => Term::Rem(Arc::new(a), Arc::new(b)),
     }
 }
 
@@ -139,7 +140,7 @@ pub fn modulo(a: Term, b: Term) -> Term {
     match (&a, &b) {
         (Term::Int(x), Term::Int(y)) if *y != 0 => Term::Int(x.rem_euclid(*y)),
         (_, Term::Int(1)) | (_, Term::Int(-1)) => Term::Int(0),
-        _ => Term::Mod(Box::new(a), Box::new(b)),
+        _ => Term::Mod(Arc::new(a), Arc::new(b)),
     }
 }
 
@@ -197,42 +198,75 @@ pub fn as_flip_bit(x: &Term) -> Option<(Term, Term)> {
 
 /// Rebuild `t` with every variable passed through `f` (`None` keeps it).
 pub fn map_vars(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Term {
-    let m = |ts: &[Term], f: &mut dyn FnMut(&str) -> Option<Term>| -> Vec<Term> {
-        ts.iter().map(|x| map_vars(x, f)).collect()
-    };
+    changed_vars(t, f).unwrap_or_else(|| t.clone())
+}
+
+/// [`map_vars`], or `None` when no variable changed: unchanged parts are shared with `t`, not
+/// rebuilt (renaming a guard touches only the atoms that mention renamed variables).
+fn changed_vars(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Option<Term> {
+    fn list(ts: &Arc<[Term]>, f: &mut dyn FnMut(&str) -> Option<Term>) -> Option<Arc<[Term]>> {
+        let mut out: Option<Vec<Term>> = None;
+        for (i, x) in ts.iter().enumerate() {
+            if let Some(y) = changed_vars(x, f) {
+                out.get_or_insert_with(|| ts[..i].to_vec()).push(y);
+            } else if let Some(o) = &mut out {
+                o.push(x.clone());
+            }
+        }
+        out.map(Arc::from)
+    }
+    fn one(a: &Arc<Term>, f: &mut dyn FnMut(&str) -> Option<Term>) -> Option<Arc<Term>> {
+        changed_vars(a, f).map(Arc::new)
+    }
+    fn two(
+        a: &Arc<Term>,
+        b: &Arc<Term>,
+        f: &mut dyn FnMut(&str) -> Option<Term>,
+    ) -> Option<(Arc<Term>, Arc<Term>)> {
+        match (one(a, f), one(b, f)) {
+            (None, None) => None,
+            (x, y) => Some((
+                x.unwrap_or_else(|| a.clone()),
+                y.unwrap_or_else(|| b.clone()),
+            )),
+        }
+    }
     match t {
-        Term::Int(_) | Term::Bool(_) => t.clone(),
-        Term::Var(v) => f(v).unwrap_or_else(|| t.clone()),
-        Term::Add(ts) => Term::Add(m(ts, f)),
-        Term::Mul(ts) => Term::Mul(m(ts, f)),
-        Term::And(ts) => Term::And(m(ts, f)),
-        Term::Or(ts) => Term::Or(m(ts, f)),
-        Term::Sub(a, b) => Term::Sub(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
-        Term::Div(a, b) => Term::Div(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
-        Term::Rem(a, b) => Term::Rem(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
-        Term::Mod(a, b) => Term::Mod(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
-        Term::Eq(a, b) => Term::Eq(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
-        Term::Lt(a, b) => Term::Lt(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
-        Term::Le(a, b) => Term::Le(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
-        Term::Implies(a, b) => Term::Implies(Box::new(map_vars(a, f)), Box::new(map_vars(b, f))),
-        Term::Neg(a) => Term::Neg(Box::new(map_vars(a, f))),
-        Term::Not(a) => Term::Not(Box::new(map_vars(a, f))),
-        Term::Ite(c, a, b) => Term::Ite(
-            Box::new(map_vars(c, f)),
-            Box::new(map_vars(a, f)),
-            Box::new(map_vars(b, f)),
-        ),
+        Term::Int(_) | Term::Bool(_) => None,
+        Term::Var(v) => f(v),
+        Term::Add(ts) => list(ts, f).map(Term::Add),
+        Term::Mul(ts) => list(ts, f).map(Term::Mul),
+        Term::And(ts) => list(ts, f).map(Term::And),
+        Term::Or(ts) => list(ts, f).map(Term::Or),
+        Term::Sub(a, b) => two(a, b, f).map(|(a, b)| Term::Sub(a, b)),
+        Term::Div(a, b) => two(a, b, f).map(|(a, b)| Term::Div(a, b)),
+        Term::Rem(a, b) => two(a, b, f).map(|(a, b)| Term::Rem(a, b)),
+        Term::Mod(a, b) => two(a, b, f).map(|(a, b)| Term::Mod(a, b)),
+        Term::Eq(a, b) => two(a, b, f).map(|(a, b)| Term::Eq(a, b)),
+        Term::Lt(a, b) => two(a, b, f).map(|(a, b)| Term::Lt(a, b)),
+        Term::Le(a, b) => two(a, b, f).map(|(a, b)| Term::Le(a, b)),
+        Term::Implies(a, b) => two(a, b, f).map(|(a, b)| Term::Implies(a, b)),
+        Term::Neg(a) => one(a, f).map(Term::Neg),
+        Term::Not(a) => one(a, f).map(Term::Not),
+        Term::Ite(c, a, b) => {
+            let (c2, ab) = (one(c, f), two(a, b, f));
+            if c2.is_none() && ab.is_none() {
+                return None;
+            }
+            let (a, b) = ab.unwrap_or_else(|| (a.clone(), b.clone()));
+            Some(Term::Ite(c2.unwrap_or_else(|| c.clone()), a, b))
+        }
         Term::Bit {
             op,
             width,
             signed,
             args,
-        } => Term::Bit {
+        } => list(args, f).map(|args| Term::Bit {
             op: *op,
             width: *width,
             signed: *signed,
-            args: m(args, f),
-        },
+            args,
+        }),
     }
 }
 
@@ -241,7 +275,7 @@ pub fn map_vars(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Term {
 /// conditions on pairs of threads (they disagree on a branch).
 pub fn other(t: &Term) -> Term {
     map_vars(t, &mut |v| {
-        (v.starts_with('$') || v.starts_with('%')).then(|| Term::Var(format!("^{v}")))
+        (v.starts_with('$') || v.starts_with('%')).then(|| Term::Var(format!("^{v}").into()))
     })
 }
 
@@ -291,8 +325,8 @@ pub fn simplify(t: &Term) -> Term {
             Term::Int(v) => v
                 .checked_neg()
                 .map(int)
-                .unwrap_or(Term::Neg(Box::new(int(v)))),
-            a => Term::Neg(Box::new(a)),
+                .unwrap_or(Term::Neg(Arc::new(int(v)))),
+            a => Term::Neg(Arc::new(a)),
         },
         Term::Not(a) => not(s(a)),
         Term::Ite(c, a, b) => ite(s(c), s(a), s(b)),
@@ -371,7 +405,7 @@ pub fn show(t: &Term) -> String {
     match t {
         Term::Int(v) => v.to_string(),
         Term::Bool(b) => b.to_string(),
-        Term::Var(v) => v.clone(),
+        Term::Var(v) => v.to_string(),
         Term::Add(ts) => format!("({})", list(ts, " + ")),
         Term::Mul(ts) => format!("({})", list(ts, " * ")),
         Term::And(ts) => format!("({})", list(ts, " && ")),

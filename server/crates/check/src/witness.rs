@@ -75,7 +75,7 @@ pub fn eval_int(t: &Term, m: &BTreeMap<String, i64>) -> Option<i64> {
     Some(match t {
         Term::Int(v) => *v,
         Term::Bool(b) => *b as i64,
-        Term::Var(v) => m.get(v).copied().unwrap_or(0),
+        Term::Var(v) => m.get(&**v).copied().unwrap_or(0),
         Term::Add(ts) => ts.iter().try_fold(0i64, |acc, x| acc.checked_add(e(x)?))?,
         Term::Mul(ts) => ts.iter().try_fold(1i64, |acc, x| acc.checked_mul(e(x)?))?,
         Term::Sub(a, b) => e(a)?.checked_sub(e(b)?)?,
@@ -138,7 +138,7 @@ pub fn eval_int(t: &Term, m: &BTreeMap<String, i64>) -> Option<i64> {
 pub fn eval_bool(t: &Term, m: &BTreeMap<String, i64>) -> Option<bool> {
     Some(match t {
         Term::Bool(b) => *b,
-        Term::Var(v) => m.get(v).copied().unwrap_or(0) != 0,
+        Term::Var(v) => m.get(&**v).copied().unwrap_or(0) != 0,
         Term::Eq(a, b) => match (eval_bool_opt(a, m), eval_bool_opt(b, m)) {
             (Some(x), Some(y)) => x == y,
             _ => eval_int(a, m)? == eval_int(b, m)?,
@@ -147,14 +147,14 @@ pub fn eval_bool(t: &Term, m: &BTreeMap<String, i64>) -> Option<bool> {
         Term::Le(a, b) => eval_int(a, m)? <= eval_int(b, m)?,
         Term::And(ts) => {
             let mut all = true;
-            for x in ts {
+            for x in ts.iter() {
                 all &= eval_bool(x, m)?;
             }
             all
         }
         Term::Or(ts) => {
             let mut any = false;
-            for x in ts {
+            for x in ts.iter() {
                 any |= eval_bool(x, m)?;
             }
             any
@@ -230,21 +230,30 @@ mod tests {
         let t = Term::var("t");
         assert_eq!(
             eval_int(
-                &Term::Div(Box::new(Term::Int(-7)), Box::new(Term::Int(2))),
+                &Term::Div(
+                    std::sync::Arc::new(Term::Int(-7)),
+                    std::sync::Arc::new(Term::Int(2))
+                ),
                 &m
             ),
             Some(-3)
         );
         assert_eq!(
             eval_int(
-                &Term::Rem(Box::new(Term::Int(-7)), Box::new(Term::Int(2))),
+                &Term::Rem(
+                    std::sync::Arc::new(Term::Int(-7)),
+                    std::sync::Arc::new(Term::Int(2))
+                ),
                 &m
             ),
             Some(-1)
         );
         assert_eq!(
             eval_int(
-                &Term::Mod(Box::new(Term::Int(-7)), Box::new(Term::Int(2))),
+                &Term::Mod(
+                    std::sync::Arc::new(Term::Int(-7)),
+                    std::sync::Arc::new(Term::Int(2))
+                ),
                 &m
             ),
             Some(1)
@@ -253,13 +262,16 @@ mod tests {
             op: BitOp::Xor,
             width: 32,
             signed: false,
-            args: vec![t.clone(), Term::Int(3)],
+            args: vec![t.clone(), Term::Int(3)].into(),
         };
         assert_eq!(eval_int(&x, &m), Some(6));
         assert_eq!(eval_bool(&Term::lt(t, Term::Int(6)), &m), Some(true));
         assert_eq!(
             eval_int(
-                &Term::Div(Box::new(Term::Int(1)), Box::new(Term::Int(0))),
+                &Term::Div(
+                    std::sync::Arc::new(Term::Int(1)),
+                    std::sync::Arc::new(Term::Int(0))
+                ),
                 &m
             ),
             None

@@ -152,7 +152,7 @@ impl Encoder {
         Ok(match t {
             Term::Int(v) => Expr::Int(Int::from_i64(*v)),
             Term::Bool(b) => Expr::Bool(Bool::from_bool(*b)),
-            Term::Var(name) => match self.vars.get(name) {
+            Term::Var(name) => match self.vars.get(&**name) {
                 Some(Expr::Int(i)) => Expr::Int(i.clone()),
                 Some(Expr::Bool(b)) => Expr::Bool(b.clone()),
                 None => return Err(format!("variable `{name}` is not declared in the query")),

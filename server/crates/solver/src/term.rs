@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Sort {
@@ -12,37 +13,130 @@ pub enum Sort {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Terms are immutable and share their parts: cloning one copies a pointer (the checker
+/// conjoins the same loop ranges into many guards and renames the same indices per pair).
 pub enum Term {
     Int(i64),
     Bool(bool),
     /// A free variable; its sort is declared in [`Query::vars`].
-    Var(String),
-    Add(Vec<Term>),
-    Sub(Box<Term>, Box<Term>),
-    Mul(Vec<Term>),
-    Neg(Box<Term>),
+    Var(Arc<str>),
+    Add(Arc<[Term]>),
+    Sub(Arc<Term>, Arc<Term>),
+    Mul(Arc<[Term]>),
+    Neg(Arc<Term>),
     /// C division (truncation toward zero).
-    Div(Box<Term>, Box<Term>),
+    Div(Arc<Term>, Arc<Term>),
     /// C remainder (sign of the dividend).
-    Rem(Box<Term>, Box<Term>),
+    Rem(Arc<Term>, Arc<Term>),
     /// Mathematical modulo with a non-negative result (`mod` of SMT-LIB), for residue encodings.
-    Mod(Box<Term>, Box<Term>),
+    Mod(Arc<Term>, Arc<Term>),
     /// Bitwise operators on the two's-complement representation in `width` bits; the operands
     /// and the result are integers (the result is read back unsigned when `signed` is false).
     Bit {
         op: BitOp,
         width: u8,
         signed: bool,
-        args: Vec<Term>,
+        args: Arc<[Term]>,
     },
-    Eq(Box<Term>, Box<Term>),
-    Lt(Box<Term>, Box<Term>),
-    Le(Box<Term>, Box<Term>),
-    And(Vec<Term>),
-    Or(Vec<Term>),
-    Not(Box<Term>),
-    Implies(Box<Term>, Box<Term>),
-    Ite(Box<Term>, Box<Term>, Box<Term>),
+    Eq(Arc<Term>, Arc<Term>),
+    Lt(Arc<Term>, Arc<Term>),
+    Le(Arc<Term>, Arc<Term>),
+    And(Arc<[Term]>),
+    Or(Arc<[Term]>),
+    Not(Arc<Term>),
+    Implies(Arc<Term>, Arc<Term>),
+    Ite(Arc<Term>, Arc<Term>, Arc<Term>),
+}
+
+/// Dropping a term frees its uniquely owned parts with an explicit stack, not by recursion: a
+/// deep term (a long chain of `!` or `ite`) would otherwise overflow a thread's stack.
+impl Drop for Term {
+    fn drop(&mut self) {
+        if !owns_composite_part(self) {
+            return;
+        }
+        let mut stack = Vec::new();
+        detach_parts(self, &mut stack);
+        while let Some(mut t) = stack.pop() {
+            detach_parts(&mut t, &mut stack);
+            // `t` is dropped here with only leaves or shared parts left.
+        }
+    }
+}
+
+fn is_composite(t: &Term) -> bool {
+    !matches!(t, Term::Int(_) | Term::Bool(_) | Term::Var(_))
+}
+
+fn unique_composite(a: &Arc<Term>) -> bool {
+    Arc::strong_count(a) == 1 && is_composite(a)
+}
+
+fn unique_list(ts: &Arc<[Term]>) -> bool {
+    Arc::strong_count(ts) == 1 && ts.iter().any(is_composite)
+}
+
+fn owns_composite_part(t: &Term) -> bool {
+    match t {
+        Term::Int(_) | Term::Bool(_) | Term::Var(_) => false,
+        Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => unique_list(ts),
+        Term::Bit { args, .. } => unique_list(args),
+        Term::Sub(a, b)
+        | Term::Div(a, b)
+        | Term::Rem(a, b)
+        | Term::Mod(a, b)
+        | Term::Eq(a, b)
+        | Term::Lt(a, b)
+        | Term::Le(a, b)
+        | Term::Implies(a, b) => unique_composite(a) || unique_composite(b),
+        Term::Neg(a) | Term::Not(a) => unique_composite(a),
+        Term::Ite(c, a, b) => unique_composite(c) || unique_composite(a) || unique_composite(b),
+    }
+}
+
+/// Moves the uniquely owned composite parts of `t` onto `stack`, leaving leaves in their place.
+fn detach_parts(t: &mut Term, stack: &mut Vec<Term>) {
+    static LEAF: std::sync::LazyLock<Arc<Term>> =
+        std::sync::LazyLock::new(|| Arc::new(Term::Bool(false)));
+    let mut one = |a: &mut Arc<Term>| {
+        if unique_composite(a) {
+            let taken = std::mem::replace(a, LEAF.clone());
+            if let Some(inner) = Arc::into_inner(taken) {
+                stack.push(inner);
+            }
+        }
+    };
+    match t {
+        Term::Int(_) | Term::Bool(_) | Term::Var(_) => {}
+        Term::Add(ts)
+        | Term::Mul(ts)
+        | Term::And(ts)
+        | Term::Or(ts)
+        | Term::Bit { args: ts, .. } => {
+            if let Some(items) = Arc::get_mut(ts) {
+                for x in items.iter_mut().filter(|x| is_composite(x)) {
+                    stack.push(std::mem::replace(x, Term::Bool(false)));
+                }
+            }
+        }
+        Term::Sub(a, b)
+        | Term::Div(a, b)
+        | Term::Rem(a, b)
+        | Term::Mod(a, b)
+        | Term::Eq(a, b)
+        | Term::Lt(a, b)
+        | Term::Le(a, b)
+        | Term::Implies(a, b) => {
+            one(a);
+            one(b);
+        }
+        Term::Neg(a) | Term::Not(a) => one(a),
+        Term::Ite(c, a, b) => {
+            one(c);
+            one(a);
+            one(b);
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -60,37 +154,37 @@ pub enum BitOp {
 /// Convenience constructors.
 impl Term {
     pub fn var(name: impl Into<String>) -> Term {
-        Term::Var(name.into())
+        Term::Var(name.into().into())
     }
     pub fn eq(a: Term, b: Term) -> Term {
-        Term::Eq(Box::new(a), Box::new(b))
+        Term::Eq(Arc::new(a), Arc::new(b))
     }
     pub fn ne(a: Term, b: Term) -> Term {
-        Term::Not(Box::new(Term::eq(a, b)))
+        Term::Not(Arc::new(Term::eq(a, b)))
     }
     pub fn lt(a: Term, b: Term) -> Term {
-        Term::Lt(Box::new(a), Box::new(b))
+        Term::Lt(Arc::new(a), Arc::new(b))
     }
     pub fn le(a: Term, b: Term) -> Term {
-        Term::Le(Box::new(a), Box::new(b))
+        Term::Le(Arc::new(a), Arc::new(b))
     }
     pub fn not(a: Term) -> Term {
-        Term::Not(Box::new(a))
+        Term::Not(Arc::new(a))
     }
     pub fn implies(a: Term, b: Term) -> Term {
-        Term::Implies(Box::new(a), Box::new(b))
+        Term::Implies(Arc::new(a), Arc::new(b))
     }
     pub fn ite(c: Term, a: Term, b: Term) -> Term {
-        Term::Ite(Box::new(c), Box::new(a), Box::new(b))
+        Term::Ite(Arc::new(c), Arc::new(a), Arc::new(b))
     }
     pub fn sub(a: Term, b: Term) -> Term {
-        Term::Sub(Box::new(a), Box::new(b))
+        Term::Sub(Arc::new(a), Arc::new(b))
     }
     pub fn and(ts: Vec<Term>) -> Term {
-        Term::And(ts)
+        Term::And(ts.into())
     }
     pub fn or(ts: Vec<Term>) -> Term {
-        Term::Or(ts)
+        Term::Or(ts.into())
     }
 }
 

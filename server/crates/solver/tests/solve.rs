@@ -70,13 +70,16 @@ fn eval_int(t: Term) -> i64 {
 
 /// Operands go through variables so that Z3 cannot fold the whole question into a constant
 /// before the encoding is exercised.
-fn eval_binary(f: fn(Box<Term>, Box<Term>) -> Term, a: i64, b: i64) -> i64 {
+fn eval_binary(f: fn(std::sync::Arc<Term>, std::sync::Arc<Term>) -> Term, a: i64, b: i64) -> i64 {
     let q = query(
         &["a", "b", "r"],
         vec![
             Term::eq(v("a"), int(a)),
             Term::eq(v("b"), int(b)),
-            Term::eq(v("r"), f(Box::new(v("a")), Box::new(v("b")))),
+            Term::eq(
+                v("r"),
+                f(std::sync::Arc::new(v("a")), std::sync::Arc::new(v("b"))),
+            ),
         ],
         &["r"],
     );
@@ -117,8 +120,14 @@ fn c_division_is_not_floor_division_symbolically() {
         &["a"],
         vec![
             Term::lt(v("a"), int(0)),
-            Term::eq(Term::Div(Box::new(v("a")), Box::new(int(2))), int(0)),
-            Term::eq(Term::Rem(Box::new(v("a")), Box::new(int(2))), int(-1)),
+            Term::eq(
+                Term::Div(std::sync::Arc::new(v("a")), std::sync::Arc::new(int(2))),
+                int(0),
+            ),
+            Term::eq(
+                Term::Rem(std::sync::Arc::new(v("a")), std::sync::Arc::new(int(2))),
+                int(-1),
+            ),
         ],
         &["a"],
     );
@@ -133,7 +142,7 @@ fn bit(op: BitOp, width: u8, signed: bool, args: Vec<Term>) -> Term {
         op,
         width,
         signed,
-        args,
+        args: args.into(),
     }
 }
 
@@ -205,7 +214,7 @@ fn xor_with_a_nonzero_mask_never_maps_a_thread_to_itself() {
 fn ite_and_connectives() {
     let t = Term::ite(
         Term::lt(v("x"), int(0)),
-        Term::Neg(Box::new(v("x"))),
+        Term::Neg(std::sync::Arc::new(v("x"))),
         v("x"),
     );
     let q = query(
@@ -287,7 +296,11 @@ fn malformed_queries_are_unknown_not_panics() {
         Answer::Unknown(r) => assert!(r.contains("nope"), "{r}"),
         other => panic!("{other:?}"),
     }
-    let sorts = query(&["x"], vec![Term::Add(vec![v("x"), Term::Bool(true)])], &[]);
+    let sorts = query(
+        &["x"],
+        vec![Term::Add(vec![v("x"), Term::Bool(true)].into())],
+        &[],
+    );
     assert!(matches!(
         solve(&sorts, &Limits::default()),
         Answer::Unknown(_)
@@ -353,7 +366,7 @@ fn division_by_zero_is_not_an_error() {
         &["x", "r"],
         vec![Term::eq(
             v("r"),
-            Term::Div(Box::new(v("x")), Box::new(int(0))),
+            Term::Div(std::sync::Arc::new(v("x")), std::sync::Arc::new(int(0))),
         )],
         &[],
     );

@@ -82,7 +82,7 @@ fn modulus(bits: u8) -> Term {
     if bits < 63 {
         int(1i64 << bits)
     } else {
-        Term::Mul(vec![int(1i64 << 62), int(1i64 << (bits - 62))])
+        Term::Mul(vec![int(1i64 << 62), int(1i64 << (bits - 62))].into())
     }
 }
 

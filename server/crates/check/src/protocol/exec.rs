@@ -10,6 +10,7 @@ use cudarace_ir::{
 };
 use cudarace_solver::{BitOp, Sort, Term};
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 /// Values larger than this many term nodes are not tracked (see `Exec::set_local`).
 const MAX_TERM_SIZE: usize = 4000;
@@ -263,7 +264,7 @@ impl<'k> Exec<'k> {
         let name = format!("{base}@{}", self.counter);
         self.p.vars.insert(name.clone(), info);
         self.names.push(name.clone());
-        Term::Var(format!("{prefix}{name}"))
+        Term::Var(format!("{prefix}{name}").into())
     }
 
     fn fresh_unknown(&mut self, varying: bool, base: &str, reason: String) -> Term {
@@ -356,7 +357,7 @@ impl<'k> Exec<'k> {
                     lo,
                     hi,
                 });
-                Term::Var(name)
+                Term::Var(name.into())
             }
             _ => {
                 let reason = format!("the value of parameter `{}`", p.name);
@@ -373,19 +374,19 @@ impl<'k> Exec<'k> {
             Expr::Builtin(b) => match b {
                 Builtin::ThreadIdx(d) => {
                     self.p.block_dims_used[d.index()] = true;
-                    Term::Var(format!("$tid.{}", d.name()))
+                    Term::Var(format!("$tid.{}", d.name()).into())
                 }
                 Builtin::BlockIdx(d) => {
                     self.p.grid_dims_used[d.index()] = true;
-                    Term::Var(format!("%bid.{}", d.name()))
+                    Term::Var(format!("%bid.{}", d.name()).into())
                 }
                 Builtin::BlockDim(d) => {
                     self.p.block_dims_used[d.index()] = true;
-                    Term::Var(format!("blockDim.{}", d.name()))
+                    Term::Var(format!("blockDim.{}", d.name()).into())
                 }
                 Builtin::GridDim(d) => {
                     self.p.grid_dims_used[d.index()] = true;
-                    Term::Var(format!("gridDim.{}", d.name()))
+                    Term::Var(format!("gridDim.{}", d.name()).into())
                 }
                 Builtin::WarpSize => int(32),
             },
@@ -429,15 +430,15 @@ impl<'k> Exec<'k> {
                         Term::Int(v) => v
                             .checked_neg()
                             .map(int)
-                            .unwrap_or(Term::Neg(Box::new(int(v)))),
-                        other => Term::Neg(Box::new(self.to_int(other))),
+                            .unwrap_or(Term::Neg(Arc::new(int(v)))),
+                        other => Term::Neg(Arc::new(self.to_int(other))),
                     },
                     UnOp::Not => not(self.to_bool(a)),
                     UnOp::BitNot => Term::Bit {
                         op: BitOp::Not,
                         width: 32,
                         signed: true,
-                        args: vec![self.to_int(a)],
+                        args: vec![self.to_int(a)].into(),
                     },
                 };
                 if *op == UnOp::Not {
@@ -605,7 +606,7 @@ impl<'k> Exec<'k> {
             Term::And(ts) => ts.iter().collect(),
             other => vec![other],
         };
-        let is_v = |t: &Term| matches!(t, Term::Var(n) if n == v);
+        let is_v = |t: &Term| matches!(t, Term::Var(n) if &**n == v);
         // Bounds of the other side (declared ranges only, so that this cannot recurse).
         let lo_of = |t: &Term| range_of(t, &|x| self.declared_range(x)).lo;
         let hi_of = |t: &Term| range_of(t, &|x| self.declared_range(x)).hi;
@@ -678,7 +679,7 @@ impl<'k> Exec<'k> {
     fn is_pow2(&self, t: &Term) -> bool {
         match t {
             Term::Int(v) => *v > 0 && v & (v - 1) == 0,
-            Term::Var(n) => self.pow2_vars.contains(n),
+            Term::Var(n) => self.pow2_vars.contains(&**n),
             Term::Div(a, b) => self.is_pow2(a) && self.is_pow2(b),
             Term::Mul(ts) => !ts.is_empty() && ts.iter().all(|x| self.is_pow2(x)),
             _ => false,
@@ -690,7 +691,7 @@ impl<'k> Exec<'k> {
             op,
             width: 32,
             signed: false,
-            args: vec![a, b],
+            args: vec![a, b].into(),
         };
         match op {
             BinOp::And => and(vec![self.to_bool(a), self.to_bool(b)]),
@@ -727,7 +728,7 @@ impl<'k> Exec<'k> {
                         Some(k) if (0..31).contains(&k) => {
                             // floor(a / 2^k) with truncating division: -((2^k - 1 - a) / 2^k) below 0.
                             let p = 1i64 << k;
-                            let neg = Term::Neg(Box::new(div(sub(int(p - 1), a.clone()), int(p))));
+                            let neg = Term::Neg(Arc::new(div(sub(int(p - 1), a.clone()), int(p))));
                             ite(le(int(0), a.clone()), div(a, int(p)), neg)
                         }
                         _ => bit(BitOp::Shr, a, b),
@@ -1181,7 +1182,7 @@ impl<'k> Exec<'k> {
                 );
                 if pow2_locals.contains(&l) {
                     if let Term::Var(n) = &h {
-                        self.pow2_vars.insert(n.clone());
+                        self.pow2_vars.insert(n.to_string());
                     }
                 }
                 heads.push((l, h.clone()));
@@ -1302,7 +1303,7 @@ impl<'k> Exec<'k> {
             }
             for (l, h) in &heads {
                 let name = match h {
-                    Term::Var(n) => n.clone(),
+                    Term::Var(n) => n.to_string(),
                     _ => continue,
                 };
                 first.insert(name.clone(), init[l].clone());
@@ -1325,7 +1326,7 @@ impl<'k> Exec<'k> {
                 match recognized {
                     Some(r) => {
                         ranges.push(r);
-                        next.insert(name.clone(), end[l].clone());
+                        next.insert(name.to_string(), end[l].clone());
                         if name.starts_with('$') {
                             if let Some(step) = additive_step(h, &end[l]) {
                                 if !thread_varying(&step) {
@@ -1485,7 +1486,7 @@ impl<'k> Exec<'k> {
 
 fn h_name(h: &Term) -> Option<&str> {
     match h {
-        Term::Var(n) => Some(n.as_str()),
+        Term::Var(n) => Some(&**n),
         _ => None,
     }
 }

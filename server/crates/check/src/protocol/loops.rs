@@ -9,6 +9,7 @@
 
 use crate::terms::*;
 use cudarace_solver::Term;
+use std::sync::Arc;
 
 /// Is `t` positive by its shape (launch sizes and positive constants, multiplied or added)?
 pub fn positive(t: &Term) -> bool {
@@ -21,7 +22,7 @@ pub fn positive(t: &Term) -> bool {
 }
 
 fn is_var(t: &Term, name: &str) -> bool {
-    matches!(t, Term::Var(v) if v == name)
+    matches!(t, Term::Var(v) if &**v == name)
 }
 
 /// `0 <= init < step` by shape, for the classic strides: `tid` with step `blockDim`, and
@@ -58,7 +59,7 @@ pub fn fits_below(init: &Term, step: &Term) -> bool {
 /// The step of an arithmetic induction: `end = h + c` with `c` free of `h`.
 pub fn additive_step(h: &Term, end: &Term) -> Option<Term> {
     let name = match h {
-        Term::Var(n) => n.as_str(),
+        Term::Var(n) => &**n,
         _ => return None,
     };
     match end {
@@ -74,7 +75,7 @@ pub fn additive_step(h: &Term, end: &Term) -> Option<Term> {
         }
         Term::Sub(a, b) if **a == *h && !mentions_var(b, name) => Some(match &**b {
             Term::Int(v) => int(v.checked_neg()?),
-            other => Term::Neg(Box::new(other.clone())),
+            other => Term::Neg(Arc::new(other.clone())),
         }),
         _ => None,
     }
@@ -152,7 +153,7 @@ pub fn induction_range(h: &Term, init: &Term, end: &Term) -> Option<Term> {
                     eq(
                         modulo(
                             sub(init.clone(), h.clone()),
-                            Term::Neg(Box::new(step.clone())),
+                            Term::Neg(Arc::new(step.clone())),
                         ),
                         int(0),
                     ),

@@ -152,7 +152,7 @@ impl NextIteration {
                 }
             }
             let id = fresh_id(base_name(rest))?;
-            (id >= lo && id < hi).then(|| Term::Var(format!("{v}'{}", self.tag)))
+            (id >= lo && id < hi).then(|| Term::Var(format!("{v}'{}", self.tag).into()))
         })
     }
 }
@@ -200,7 +200,7 @@ mod tests {
         let mut heads = HashMap::new();
         heads.insert(
             "%loop.i@2".to_string(),
-            Term::Add(vec![Term::var("%loop.i@2"), Term::var("$ld@3")]),
+            Term::Add(vec![Term::var("%loop.i@2"), Term::var("$ld@3")].into()),
         );
         let n = NextIteration {
             heads,
@@ -209,12 +209,15 @@ mod tests {
         };
         // `i` becomes `i + ld` with this iteration's `ld`; the next iteration's own `ld` and
         // `^ld` are copies; values from before the loop stay.
-        let t = Term::Add(vec![
-            Term::var("%loop.i@2"),
-            Term::var("$ld@3"),
-            Term::var("^$ld@4"),
-            Term::var("$before@1"),
-        ]);
+        let t = Term::Add(
+            vec![
+                Term::var("%loop.i@2"),
+                Term::var("$ld@3"),
+                Term::var("^$ld@4"),
+                Term::var("$before@1"),
+            ]
+            .into(),
+        );
         let got = crate::terms::show(&n.apply(&t));
         assert_eq!(
             got,

@@ -14,11 +14,11 @@ pub fn int(i: i64) -> Term {
 }
 
 pub fn add(ts: Vec<Term>) -> Term {
-    Term::Add(ts)
+    Term::Add(ts.into())
 }
 
 pub fn mul(ts: Vec<Term>) -> Term {
-    Term::Mul(ts)
+    Term::Mul(ts.into())
 }
 
 pub fn ge(a: Term, b: Term) -> Term {
@@ -92,7 +92,10 @@ pub fn grid_stride_residue() -> Query {
     for (b, t, g, i) in [("b1", "t1", "g1", "i1"), ("b2", "t2", "g2", "i2")] {
         a.push(Term::eq(v(g), add(vec![mul(vec![v(b), v("B")]), v(t)])));
         a.push(ge(v(i), v(g)));
-        a.push(Term::eq(Term::Mod(Box::new(v(i)), Box::new(v("T"))), v(g)));
+        a.push(Term::eq(
+            Term::Mod(std::sync::Arc::new(v(i)), std::sync::Arc::new(v("T"))),
+            v(g),
+        ));
         a.push(Term::lt(v(i), v("n")));
     }
     a.push(Term::eq(v("i1"), v("i2")));
