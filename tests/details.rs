@@ -2,7 +2,9 @@
 //! express: same-value writes, definite vs possible, witnesses that respect the launch
 //! configuration a file fixes, loop variables in witnesses, and the threads a divergence names.
 
-use cudarace_analysis::ir::{Confidence, Finding, FindingKind, KernelReport, Verdict};
+use cudarace_analysis::ir::{
+    BarrierScope, Confidence, Finding, FindingKind, KernelReport, Verdict,
+};
 use cudarace_analysis::{analyze_source, Options, SolverPool};
 use cudarace_tests::fixtures_dir;
 use std::sync::OnceLock;
@@ -195,6 +197,32 @@ fn divergence_witness_has_one_thread_on_each_side() {
             "divergence should point at the condition: {f:#?}"
         );
     }
+}
+
+#[test]
+fn divergence_findings_name_the_scope_of_their_barrier() {
+    for (rel, scope) in [
+        ("divergence/barrier_in_thread_if.cu", BarrierScope::Block),
+        (
+            "divergence/syncwarp_under_lane_condition.cu",
+            BarrierScope::Warp,
+        ),
+        (
+            "divergence/grid_sync_under_block_condition.cu",
+            BarrierScope::Grid,
+        ),
+    ] {
+        let fs = findings(rel, Verdict::Divergent);
+        for f in fs
+            .iter()
+            .filter(|f| f.kind == FindingKind::BarrierDivergence)
+        {
+            assert_eq!(f.barrier, Some(scope), "{rel}: {f:#?}");
+        }
+        assert!(fs.iter().any(|f| f.kind == FindingKind::BarrierDivergence));
+    }
+    let races = findings("intervals/shift_without_barrier.cu", Verdict::Racy);
+    assert!(races.iter().all(|f| f.barrier.is_none()), "{races:#?}");
 }
 
 #[test]

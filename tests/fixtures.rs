@@ -4,7 +4,7 @@
 //! `cudarace_tests` for the convention). The bundled `examples/` follow the same convention and
 //! run here too (`examples/<name>`). Run some with `cargo test --test fixtures -- loops/`.
 
-use cudarace_analysis::ir::{FileId, Finding, FindingKind, LineIndex, Span};
+use cudarace_analysis::ir::{BarrierScope, FileId, Finding, FindingKind, LineIndex, Span};
 use cudarace_analysis::{analyze_source, render, FileReport, Options, SolverPool};
 use cudarace_tests::{
     compare, cuda_files, examples_dir, fixture_name, fixtures_dir, MarkKind, ObservedFinding,
@@ -172,8 +172,8 @@ fn witness_problems(f: &Finding) -> Vec<String> {
             a.thread_idx, a.block_idx
         ));
     }
-    // Only a grid-wide sync may be divergent between blocks (its message names both blocks).
-    let grid_sync = f.message.contains("grid.sync()");
+    // Only a grid-wide sync may be divergent between blocks.
+    let grid_sync = f.barrier == Some(BarrierScope::Grid);
     if f.kind == FindingKind::BarrierDivergence && a.block_idx != b.block_idx && !grid_sync {
         problems.push(format!(
             "of divergence names threads of two blocks ({:?} and {:?})",

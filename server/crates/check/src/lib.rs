@@ -44,8 +44,8 @@ pub mod uniformity;
 pub mod witness;
 
 use cudarace_ir::{
-    AccessMode, Confidence, FileIr, Finding, FindingKind, Kernel, KernelReport, LaunchConfig,
-    MemSpace, Related, Span, ThreadWitness, Verdict, Witness,
+    AccessMode, BarrierScope, Confidence, FileIr, Finding, FindingKind, Kernel, KernelReport,
+    LaunchConfig, MemSpace, Related, Span, ThreadWitness, Verdict, Witness,
 };
 use cudarace_solver::{Answer, Limits, Query, Term};
 use encode::{Encoder, Scope};
@@ -113,6 +113,7 @@ enum Item {
     },
     Divergence {
         span: Span,
+        kind: SyncKind,
         barrier: &'static str,
         cause: Option<(Span, String)>,
         reasons: Vec<String>,
@@ -356,6 +357,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             queries.push(q);
             meta.items.push(Item::Divergence {
                 span: s.span,
+                kind: s.kind,
                 barrier: barrier_name(s.kind),
                 cause: s.cause.clone(),
                 reasons,
@@ -487,12 +489,14 @@ fn race_finding(
         }],
         witness: w,
         same_value_write: same_value.is_some(),
+        barrier: None,
     })
 }
 
 fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) -> Option<Finding> {
     let Item::Divergence {
         span,
+        kind,
         barrier,
         cause,
         reasons,
@@ -506,7 +510,12 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
     let cross_block = w.thread_a.block_idx != w.thread_b.block_idx;
     let ta = thread_text(&w.thread_a, cross_block);
     let tb = thread_text(&w.thread_b, cross_block);
-    let group = if *barrier == barrier_name(SyncKind::Warp) {
+    let scope = match kind {
+        SyncKind::Block => BarrierScope::Block,
+        SyncKind::Warp => BarrierScope::Warp,
+        SyncKind::Grid => BarrierScope::Grid,
+    };
+    let group = if scope == BarrierScope::Warp {
         "warp"
     } else {
         "block"
@@ -544,6 +553,7 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
         related: vec![related],
         witness: w,
         same_value_write: false,
+        barrier: Some(scope),
     })
 }
 

@@ -22,6 +22,28 @@ impl FindingKind {
     }
 }
 
+/// Which threads a barrier synchronizes (divergence findings say which barrier diverges).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BarrierScope {
+    /// `__syncthreads()` and its variants.
+    Block,
+    /// `__syncwarp()` with the full mask.
+    Warp,
+    /// `grid.sync()` of a cooperative launch.
+    Grid,
+}
+
+impl BarrierScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BarrierScope::Block => "block",
+            BarrierScope::Warp => "warp",
+            BarrierScope::Grid => "grid",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Confidence {
@@ -103,6 +125,9 @@ pub struct Finding {
     pub witness: Witness,
     /// Races only: both accesses are writes of the same constant value.
     pub same_value_write: bool,
+    /// Divergence only: the scope of the barrier that diverges.
+    #[serde(default)]
+    pub barrier: Option<BarrierScope>,
 }
 
 /// The result of checking one kernel.

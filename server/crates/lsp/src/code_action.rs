@@ -635,6 +635,7 @@ mod tests {
         divergent.findings.push(Finding {
             kind: FindingKind::BarrierDivergence,
             array: None,
+            barrier: Some(cudarace_ir::BarrierScope::Block),
             related: vec![Related {
                 span: span_of(TEXT, "t"),
                 message: "condition".into(),

@@ -304,6 +304,7 @@ pub(crate) mod tests {
                     grid_dim: [1, 1, 1],
                 },
                 same_value_write: false,
+                barrier: None,
             }],
             assumed_launch: "blockDim=(1..1024, 1, 1) gridDim=(symbolic, 1, 1)".into(),
             time_ms: 3.0,

@@ -8,6 +8,7 @@
 //!               "time_ms", "queries", "findings"}],
 //!  "findings": [{"kind", "array"?, "confidence", "confidence_reason", "file", "kernel",
 //!                "line", "column", "end_line", "end_column", "message", "same_value_write", "same_value",
+//!                "barrier"? ("block"|"warp"|"grid", divergence only),
 //!                "severity" ("error"|"warning"|"info"|"off"), "suppressed",
 //!                "suppression"? {"by": "comment"|"config", "file"?, "line"?, "reason"?},
 //!                "related": [{"file", "line", "column", "end_line", "end_column", "message"}],
@@ -133,6 +134,9 @@ pub fn json(reports: &[FileReport]) -> Value {
                 f.insert("same_value_write".into(), json!(finding.same_value_write));
                 // The name the precision issue asks for; both stay (fields are never renamed).
                 f.insert("same_value".into(), json!(finding.same_value_write));
+                if let Some(scope) = finding.barrier {
+                    f.insert("barrier".into(), json!(scope.as_str()));
+                }
                 f.insert("severity".into(), json!(report.level(finding).as_str()));
                 let suppression = report.suppression(k, fi);
                 f.insert("suppressed".into(), json!(suppression.is_some()));

@@ -64,6 +64,7 @@ pub fn racy_file() -> FileReport {
             grid_dim: [1, 1, 1],
         },
         same_value_write: false,
+        barrier: None,
     };
     let divergence = Finding {
         kind: FindingKind::BarrierDivergence,
@@ -88,6 +89,7 @@ pub fn racy_file() -> FileReport {
             grid_dim: [1, 1, 1],
         },
         same_value_write: false,
+        barrier: Some(BarrierScope::Block),
     };
     let reduce_start = t.find("__global__ void reduce").unwrap();
     let copy_start = t.find("__global__ void copy").unwrap();
