@@ -54,6 +54,58 @@ pub(crate) struct Tables<'t> {
     /// declaration order (`None` when two definitions share the name). Arrays of them get one
     /// IR cell per member (see `Lowerer::struct_members`).
     pub struct_layouts: HashMap<String, Option<Vec<String>>>,
+    /// Structs and classes defined in the file (`None` when two definitions share the name):
+    /// their data members and methods, so that objects get one binding per member and method
+    /// calls on them can be inlined.
+    pub classes: HashMap<String, Option<ClassDef<'t>>>,
+}
+
+/// What a data member of a class holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FieldKind {
+    /// A scalar (or a value of a type the front end does not look into): one local per object.
+    Scalar,
+    /// A pointer: one pointer variable per object.
+    Pointer,
+    /// An array inside the object: thread-private storage.
+    Array,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct FieldDef<'t> {
+    pub name: Node<'t>,
+    /// The member's type specifier.
+    pub ty: Node<'t>,
+    pub kind: FieldKind,
+    /// `int stride = 4;`: the default member initializer.
+    pub default: Option<Node<'t>>,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct MethodDef<'t> {
+    /// The definition, when the method has a body (in the class or out of line).
+    pub def: Option<FuncDef<'t>>,
+    pub is_virtual: bool,
+    pub is_static: bool,
+    /// A member function template (`template <int N> void f()`).
+    pub is_template: bool,
+}
+
+#[derive(Clone)]
+pub(crate) struct ClassDef<'t> {
+    pub file: FileId,
+    /// Why objects of the class are not modelled member by member (method calls on them stay
+    /// opaque): a base class, a class template, reference or bit-field members, …
+    pub unmodelled: Option<String>,
+    pub fields: Vec<FieldDef<'t>>,
+    pub methods: HashMap<String, Vec<MethodDef<'t>>>,
+    /// A user-declared constructor: creating an object runs a constructor.
+    pub has_constructor: bool,
+    /// Constructor definitions (in the class or out of line); those with an empty body are
+    /// inlined (their member initializers), the others stay opaque.
+    pub constructors: Vec<FuncDef<'t>>,
+    /// A constructor template: constructions stay opaque.
+    pub template_constructor: bool,
 }
 
 impl ConstEnv for Tables<'_> {
@@ -242,7 +294,11 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         instantiations: HashMap::new(),
         shared_structs: HashMap::new(),
         struct_layouts: HashMap::new(),
+        classes: HashMap::new(),
     };
+    // Out-of-line method definitions (`float Acc::get(int i) const { … }`): class name, method
+    // name, definition; attached to their classes after the walk.
+    let mut out_of_line: Vec<(String, String, FuncDef<'t>)> = Vec::new();
     let mut const_decls: Vec<(Node<'t>, FileId)> = Vec::new();
     let mut enum_specs: Vec<(Node<'t>, FileId)> = Vec::new();
     let mut launches: Vec<(Node<'t>, FileId)> = Vec::new();
@@ -272,6 +328,10 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
                         if ty.kind() == "struct_specifier" && d.kind() == "type_identifier" {
                             let layout = scalar_struct_layout(ty, &text);
                             record_layout(&mut t, node_text(d, &text), layout);
+                            if ty.child_by_field_name("name").is_none() {
+                                let class = class_def(ty, node_text(d, &text), file, &text);
+                                record_class(&mut t, node_text(d, &text), class);
+                            }
                         }
                     }
                 }
@@ -281,6 +341,8 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
                     {
                         let layout = scalar_struct_layout(n, &text);
                         record_layout(&mut t, node_text(name, &text), layout);
+                        let class = class_def(n, node_text(name, &text), file, &text);
+                        record_class(&mut t, node_text(name, &text), class);
                     }
                     if let (Some(name), Some(body)) =
                         (n.child_by_field_name("name"), n.child_by_field_name("body"))
@@ -313,7 +375,12 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
                     | "preproc_elif"
                     | "export_declaration" => descend_top = true,
                     "template_declaration" => descend_top = true,
-                    "function_definition" => add_function(&mut t, n, file, &text, marks),
+                    "function_definition" => {
+                        add_function(&mut t, n, file, &text, marks);
+                        if let Some((class, method, def)) = out_of_line_method(n, file, &text) {
+                            out_of_line.push((class, method, def));
+                        }
+                    }
                     "declaration" | "field_declaration" => {
                         add_declaration(&mut t, n, file, &text, &mut const_decls);
                     }
@@ -335,6 +402,30 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
             for ch in children.into_iter().rev() {
                 stack.push((ch, descend_top));
             }
+        }
+    }
+    for (class, method, def) in out_of_line {
+        if let Some(Some(c)) = t.classes.get_mut(&class) {
+            if method == class {
+                c.has_constructor = true;
+                if def.template_params.is_some() {
+                    c.template_constructor = true;
+                } else {
+                    c.constructors.push(def);
+                }
+                continue;
+            }
+            // Flags (virtual, static) are written on the declaration in the class.
+            let decl = c
+                .methods
+                .get(&method)
+                .and_then(|v| v.iter().find(|m| m.def.is_none()).copied());
+            c.methods.entry(method).or_default().push(MethodDef {
+                def: Some(def),
+                is_virtual: decl.is_some_and(|d| d.is_virtual),
+                is_static: decl.is_some_and(|d| d.is_static),
+                is_template: def.template_params.is_some(),
+            });
         }
     }
     // Enum constants (in file order; a value may refer to earlier ones and to macros).
@@ -540,4 +631,296 @@ fn find_extern_shared<'t>(body: Node<'t>, text: &str) -> Option<(Node<'t>, Node<
         }
     }
     None
+}
+
+fn record_class<'t>(t: &mut Tables<'t>, name: &str, class: ClassDef<'t>) {
+    if name.is_empty() {
+        return;
+    }
+    match t.classes.get_mut(name) {
+        Some(old) => *old = None,
+        None => {
+            t.classes.insert(name.to_string(), Some(class));
+        }
+    }
+}
+
+fn has_token(n: Node, kind: &str) -> bool {
+    let mut c = n.walk();
+    let found = n.children(&mut c).any(|ch| ch.kind() == kind);
+    found
+}
+
+/// The name a method definition or declaration declares (`None` for operators and destructors),
+/// and whether it is a destructor.
+fn method_name<'t>(declarator: Node<'t>, text: &str) -> (Option<String>, bool) {
+    let Some(fd) = function_declarator(declarator) else {
+        return (None, false);
+    };
+    let Some(d) = fd.child_by_field_name("declarator") else {
+        return (None, false);
+    };
+    match d.kind() {
+        "destructor_name" => (None, true),
+        "operator_name" => (None, false),
+        _ => (
+            declarator_name(d).map(|n| node_text(n, text).to_string()),
+            false,
+        ),
+    }
+}
+
+/// The data members and methods of a struct or class definition.
+fn class_def<'t>(spec: Node<'t>, name: &str, file: FileId, text: &str) -> ClassDef<'t> {
+    let mut class = ClassDef {
+        file,
+        unmodelled: None,
+        fields: Vec::new(),
+        methods: HashMap::new(),
+        has_constructor: false,
+        constructors: Vec::new(),
+        template_constructor: false,
+    };
+    let unmodelled = |class: &mut ClassDef, why: &str| {
+        if class.unmodelled.is_none() {
+            class.unmodelled = Some(why.to_string());
+        }
+    };
+    if spec.has_error() {
+        unmodelled(&mut class, "the class has a syntax error");
+    }
+    if has_token(spec, "base_class_clause") {
+        unmodelled(&mut class, "derived classes are not modelled");
+    }
+    if spec
+        .parent()
+        .is_some_and(|p| p.kind() == "template_declaration")
+    {
+        unmodelled(&mut class, "class templates are not modelled");
+    }
+    let Some(body) = spec.child_by_field_name("body") else {
+        unmodelled(&mut class, "the class has no body");
+        return class;
+    };
+    let mut c = body.walk();
+    let items: Vec<Node<'t>> = body.named_children(&mut c).collect();
+    for m in items {
+        match m.kind() {
+            "comment"
+            | "access_specifier"
+            | "friend_declaration"
+            | "type_definition"
+            | "alias_declaration"
+            | "using_declaration"
+            | "static_assert_declaration"
+            | "enum_specifier" => {}
+            "function_definition" => {
+                let Some(d) = m.child_by_field_name("declarator") else {
+                    continue;
+                };
+                let (mname, is_dtor) = method_name(d, text);
+                if is_dtor {
+                    // Destructors run at scope exit, which the front end does not model.
+                    unmodelled(&mut class, "classes with a destructor are not modelled");
+                    continue;
+                }
+                let Some(mname) = mname else { continue };
+                if mname == name {
+                    class.has_constructor = true;
+                    class.constructors.push(FuncDef {
+                        node: m,
+                        file,
+                        is_kernel: false,
+                        template_params: None,
+                        outer: m,
+                    });
+                    continue;
+                }
+                let quals = qualifiers(m, text);
+                let def = FuncDef {
+                    node: m,
+                    file,
+                    is_kernel: false,
+                    template_params: None,
+                    outer: m,
+                };
+                class.methods.entry(mname).or_default().push(MethodDef {
+                    def: Some(def),
+                    is_virtual: has_token(m, "virtual"),
+                    is_static: quals.iter().any(|q| q == "static"),
+                    is_template: false,
+                });
+            }
+            "template_declaration" => {
+                // A member function template: its calls stay opaque.
+                let mut c2 = m.walk();
+                let inner: Vec<Node<'t>> = m.named_children(&mut c2).collect();
+                for f in inner {
+                    let Some(d) = f.child_by_field_name("declarator") else {
+                        continue;
+                    };
+                    if let (Some(mname), _) = method_name(d, text) {
+                        if mname == name {
+                            class.has_constructor = true;
+                            class.template_constructor = true;
+                            continue;
+                        }
+                        class.methods.entry(mname).or_default().push(MethodDef {
+                            def: None,
+                            is_virtual: false,
+                            is_static: false,
+                            is_template: true,
+                        });
+                    }
+                }
+            }
+            "declaration" | "field_declaration" => {
+                let mut c2 = m.walk();
+                let decls: Vec<Node<'t>> =
+                    m.children_by_field_name("declarator", &mut c2).collect();
+                let quals = qualifiers(m, text);
+                let is_static = quals.iter().any(|q| q == "static");
+                let is_const = quals.iter().any(|q| q == "const" || q == "constexpr");
+                if decls.iter().any(|d| function_declarator(*d).is_some()) {
+                    for d in decls {
+                        let (mname, is_dtor) = method_name(d, text);
+                        if is_dtor {
+                            unmodelled(&mut class, "classes with a destructor are not modelled");
+                            continue;
+                        }
+                        let Some(mname) = mname else { continue };
+                        if mname == name {
+                            class.has_constructor = true;
+                            continue;
+                        }
+                        class.methods.entry(mname).or_default().push(MethodDef {
+                            def: None,
+                            is_virtual: has_token(m, "virtual"),
+                            is_static,
+                            is_template: false,
+                        });
+                    }
+                    continue;
+                }
+                if is_static {
+                    if !is_const {
+                        // Storage shared by every object: not a member of one object.
+                        unmodelled(
+                            &mut class,
+                            "classes with static data members are not modelled",
+                        );
+                    }
+                    continue;
+                }
+                let Some(ty) = m.child_by_field_name("type") else {
+                    unmodelled(&mut class, "a data member without a type");
+                    continue;
+                };
+                if matches!(
+                    ty.kind(),
+                    "struct_specifier" | "class_specifier" | "union_specifier"
+                ) && ty.child_by_field_name("body").is_some()
+                {
+                    if decls.is_empty()
+                        && ty.kind() != "union_specifier"
+                        && ty.child_by_field_name("name").is_some()
+                    {
+                        continue; // a nested type definition
+                    }
+                    unmodelled(
+                        &mut class,
+                        "members of an anonymous nested type are not modelled",
+                    );
+                    continue;
+                }
+                if decls.is_empty() {
+                    unmodelled(&mut class, "anonymous members are not modelled");
+                    continue;
+                }
+                if has_token(m, "bitfield_clause") {
+                    unmodelled(&mut class, "bit-field members are not modelled");
+                    continue;
+                }
+                let default = m.child_by_field_name("default_value");
+                for d in decls {
+                    let kind = match crate::lower::declarator_shape(d) {
+                        crate::lower::Shape::Scalar => FieldKind::Scalar,
+                        crate::lower::Shape::Pointer => FieldKind::Pointer,
+                        crate::lower::Shape::Array => FieldKind::Array,
+                        crate::lower::Shape::Reference => {
+                            unmodelled(&mut class, "reference members are not modelled");
+                            continue;
+                        }
+                    };
+                    if function_declarator(d).is_some() {
+                        // A pointer to a function.
+                        unmodelled(&mut class, "function pointer members are not modelled");
+                        continue;
+                    }
+                    let Some(nm) = declarator_name(d) else {
+                        unmodelled(&mut class, "a data member without a name");
+                        continue;
+                    };
+                    class.fields.push(FieldDef {
+                        name: nm,
+                        ty,
+                        kind,
+                        default,
+                    });
+                }
+            }
+            "struct_specifier" | "class_specifier" | "union_specifier" => {}
+            _ => unmodelled(
+                &mut class,
+                "the class has members the front end does not model",
+            ),
+        }
+    }
+    class
+}
+
+/// `T Class::method(…) { … }` (or `Class::Class(…)`): the class name, the method name and the
+/// definition. Class templates (`Acc<T>::get`) are left out.
+fn out_of_line_method<'t>(
+    n: Node<'t>,
+    file: FileId,
+    text: &str,
+) -> Option<(String, String, FuncDef<'t>)> {
+    n.child_by_field_name("body")?;
+    let fd = function_declarator(n.child_by_field_name("declarator")?)?;
+    let q = fd.child_by_field_name("declarator")?;
+    if q.kind() != "qualified_identifier" {
+        return None;
+    }
+    let mut scope = q.child_by_field_name("scope")?;
+    let mut name = q.child_by_field_name("name")?;
+    // `ns::Acc::get`: the class is the scope next to the method name.
+    for _ in 0..16 {
+        if name.kind() != "qualified_identifier" {
+            break;
+        }
+        scope = name.child_by_field_name("scope")?;
+        name = name.child_by_field_name("name")?;
+    }
+    if !matches!(scope.kind(), "namespace_identifier" | "type_identifier")
+        || name.kind() != "identifier"
+    {
+        return None;
+    }
+    let parent = n.parent();
+    let (template_params, outer) = match parent {
+        Some(p) if p.kind() == "template_declaration" => (p.child_by_field_name("parameters"), p),
+        _ => (None, n),
+    };
+    Some((
+        node_text(scope, text).to_string(),
+        node_text(name, text).to_string(),
+        FuncDef {
+            node: n,
+            file,
+            is_kernel: false,
+            template_params,
+            outer,
+        },
+    ))
 }

@@ -940,7 +940,8 @@ __global__ void k() { put(1); put(2); }"#,
 fn unknown_pointer_targets_are_opaque_over_all_arrays() {
     check(
         r#"
-struct Args { float *data; };
+struct Base {};
+struct Args : Base { float *data; };
 __global__ void k(Args args, float **rows) {
   __shared__ float s[4];
   args.data[threadIdx.x] = 1;
@@ -1201,19 +1202,527 @@ fn crlf_and_byte_order_mark() {
     assert_eq!(pretty::body(kernel(&f, "k")), "write#0 a[4] = 1\n");
 }
 
+// ---- objects and methods of classes defined in the file --------------------------------------
+
 #[test]
-fn method_calls_on_user_objects_are_opaque() {
+fn accessor_methods_returning_references_are_inlined_as_places() {
     check(
         r#"
-struct Acc { float *p; __device__ void add(int i) { p[i] += 1; __syncthreads(); } };
+struct Tile {
+  float *data; int stride;
+  __device__ float &at(int r, int c) { return data[r * stride + c]; }
+};
+__global__ void k(const float *in) {
+  __shared__ float buf[1024];
+  Tile t = {buf, 32};
+  t.at(threadIdx.y, threadIdx.x) = in[0];
+  t.at(1, 2) += 1.0f;
+  float *p = &t.at(threadIdx.x, 0);
+  *p = 2.0f;
+  float v = t.at(2, 3);
+}"#,
+        "k",
+        "
+        t.data.offset := 0
+        t.stride := 32
+        read#0 in[0]
+        at.ref := (t.data.offset + ((threadIdx.y * t.stride) + threadIdx.x))
+        write#1 buf[at.ref] = @0
+        at.ref := (t.data.offset + (t.stride + 2))
+        read#2 buf[at.ref]
+        write#3 buf[at.ref] = (@2 + 1.0)
+        at.ref := (t.data.offset + (threadIdx.x * t.stride))
+        p.offset := at.ref
+        write#4 buf[p.offset] = 2.0
+        read#5 buf[(t.data.offset + ((2 * t.stride) + 3))]
+        v := @5
+        ",
+    );
+}
+
+#[test]
+fn references_returned_by_methods_survive_later_calls() {
+    // `a` must keep naming row 0 although the second call reassigns `at`'s parameter locals.
+    check(
+        r#"
+struct Tile {
+  float *data; int stride;
+  __device__ float &at(int r, int c) { return data[r * stride + c]; }
+};
+__global__ void k() {
+  __shared__ float buf[64];
+  Tile t = {buf, 8};
+  float &a = t.at(0, threadIdx.x);
+  float &b = t.at(1, threadIdx.x);
+  a = b;
+}"#,
+        "k",
+        "
+        t.data.offset := 0
+        t.stride := 8
+        at.ref := (t.data.offset + ((0 * t.stride) + threadIdx.x))
+        at.ref := (t.data.offset + (t.stride + threadIdx.x))
+        read#0 buf[at.ref]
+        write#1 buf[at.ref] = @0
+        ",
+    );
+    let f = lower_str(
+        r#"
+struct Tile {
+  float *data; int stride;
+  __device__ float &at(int r, int c) { return data[r * stride + c]; }
+};
+__global__ void k() {
+  __shared__ float buf[64];
+  Tile t = {buf, 8};
+  float &a = t.at(0, threadIdx.x);
+  float &b = t.at(1, threadIdx.x);
+  a = b;
+}"#,
+    );
+    let k = kernel(&f, "k");
+    let accesses: Vec<&Access> = k
+        .body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Access(a) => Some(a),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(accesses.len(), 2);
+    assert_ne!(accesses[0].index, accesses[1].index, "two different cells");
+}
+
+#[test]
+fn struct_parameters_get_parameter_members_and_arrays_of_their_own() {
+    let f = lower_str(
+        r#"
+struct Vec { float *data; const int *idx; int n; };
+__global__ void k(Vec v) {
+  if (threadIdx.x < v.n) v.data[threadIdx.x] = v.idx[0];
+}"#,
+    );
+    let k = kernel(&f, "k");
+    let text = pretty::kernel(k);
+    assert!(text.contains("param v: other"), "{text}");
+    assert!(
+        text.contains("array v.data: Global Param(0) float [?]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("array v.idx: Global Param(0) i32 [?]"),
+        "{text}"
+    );
+    // The integer member is a parameter of its own (grid-uniform, named in witnesses).
+    assert!(text.contains("param v.n: i32"), "{text}");
+    assert_eq!(
+        pretty::body(k),
+        lines(
+            "
+            v.data.offset := 0
+            v.idx.offset := 0
+            v.n := $v.n
+            if (threadIdx.x < v.n) {
+              read#0 v.idx[v.idx.offset]
+              write#1 v.data[(v.data.offset + threadIdx.x)] = @0
+            }
+            "
+        )
+    );
+}
+
+#[test]
+fn methods_see_members_through_this_and_call_each_other() {
+    check(
+        r#"
+struct Acc {
+  float *data; int n;
+  __device__ void put(int i, float v);
+  __device__ float &at(int i) { return data[i]; }
+  static __device__ int twice(int x) { return 2 * x; }
+  __device__ void store(int i) { this->put(i, (*this).n); }
+};
+__device__ void Acc::put(int i, float v) { at(i) = v; this->n = Acc::twice(i); }
+__global__ void k(float *q) {
+  Acc a = {q};
+  a.store(threadIdx.x);
+  q[1] = a.n;
+}"#,
+        "k",
+        "
+        a.data.offset := 0
+        a.n := 0
+        put.v := a.n
+        at.ref := (a.data.offset + threadIdx.x)
+        write#0 q[at.ref] = put.v
+        a.n := (2 * threadIdx.x)
+        write#1 q[1] = a.n
+        ",
+    );
+}
+
+#[test]
+fn objects_are_copied_by_value_and_aliased_by_reference() {
+    check(
+        r#"
+struct Acc { float *data; int n; };
+__device__ void by_value(Acc a) { a.n = 1; a.data[0] = 0; }
+__device__ void by_ref(Acc &a) { a.n = 2; }
+__global__ void k(float *q) {
+  Acc a = {q, 5};
+  by_value(a);
+  by_ref(a);
+  q[1] = a.n;
+}"#,
+        "k",
+        "
+        a.data.offset := 0
+        a.n := 5
+        by_value.a.data.offset := a.data.offset
+        by_value.a.n := a.n
+        by_value.a.n := 1
+        write#0 q[by_value.a.data.offset] = 0
+        a.n := 2
+        write#1 q[1] = a.n
+        ",
+    );
+}
+
+#[test]
+fn whole_object_assignment_copies_members() {
+    check(
+        r#"
+struct Acc { float *data; int n; };
+__global__ void k(float *p, float *q) {
+  Acc a = {p, 1};
+  Acc b = {q, 2};
+  Acc c;
+  if (threadIdx.x == 0) b = a;
+  c = b;
+  c.data[c.n] = 1;
+}"#,
+        "k",
+        "
+        a.data.offset := 0
+        a.n := 1
+        b.data.offset := 0
+        b.n := 2
+        c.data.offset := 0
+        c.n := ?0
+        if (threadIdx.x == 0) {
+          b.data.offset := a.data.offset
+          b.n := a.n
+        }
+        c.data.offset := b.data.offset
+        c.n := b.n
+        opaque(write through a pointer that may point into different arrays; arrays=[q,p]; locals=[])
+        ",
+    );
+}
+
+#[test]
+fn unmodelled_methods_stay_opaque_with_a_reason() {
+    let src = r#"
+struct Acc {
+  float *p;
+  virtual __device__ void v() { p[0] = 1; }
+  template <int N> __device__ void t() { p[N] = 1; }
+  __device__ float operator[](int i) const { return p[i]; }
+  __device__ void decl_only();
+  __device__ void ov(int i) { p[i] = 1; }
+  __device__ void ov(float f) { p[0] = f; }
+};
+__global__ void kv(float *a) { Acc x = {a}; x.v(); }
+__global__ void kov(float *a) { Acc x = {a}; x.ov(1); }
+__global__ void kt(float *a) { Acc x = {a}; x.t<2>(); }
+__global__ void ko(float *a) { Acc x = {a}; float v = x[1]; }
+__global__ void kd(float *a) { Acc x = {a}; x.decl_only(); }
+"#;
+    let f = lower_str(src);
+    for (k, why) in [
+        ("kv", "method call `.v()` (virtual methods are not inlined)"),
+        (
+            "kt",
+            "method call `.t()` (method templates are not inlined)",
+        ),
+        ("ko", "operator `[]` of `Acc` (operators are not inlined)"),
+        (
+            "kd",
+            "method call `.decl_only()` (its body is not available)",
+        ),
+        (
+            "kov",
+            "method call `.ov()` (overloaded methods are not told apart)",
+        ),
+    ] {
+        let k = kernel(&f, k);
+        let Some(Stmt::Opaque(o)) = k.body.iter().find(|s| matches!(s, Stmt::Opaque(_))) else {
+            panic!("{}: no opaque statement:\n{}", k.name, pretty::body(k))
+        };
+        assert_eq!(o.reason, why);
+        assert!(o.may_sync);
+        assert_eq!(o.arrays, vec![ArrayId(0)], "every array of the kernel");
+        assert!(
+            !k.body
+                .iter()
+                .any(|s| matches!(s, Stmt::Access(a) if a.mode == AccessMode::Write)),
+            "{}: the method body must not be inlined:\n{}",
+            k.name,
+            pretty::body(k)
+        );
+    }
+}
+
+#[test]
+fn methods_of_unmodelled_classes_stay_opaque() {
+    // A base class, a class template, a constructor: objects are not modelled member by member.
+    for (def, decl) in [
+        (
+            "struct B {}; struct Acc : B { float *p; __device__ void add(int i) { p[i] += 1; } };",
+            "Acc acc;",
+        ),
+        (
+            "template <typename T> struct Acc { T *p; __device__ void add(int i) { p[i] += 1; } };",
+            "Acc<float> acc;",
+        ),
+    ] {
+        let src =
+            format!("{def}\n__global__ void k(float *a) {{\n  {decl}\n  acc.add(threadIdx.x);\n}}");
+        let f = lower_str(&src);
+        let body = pretty::body(kernel(&f, "k"));
+        assert!(
+            body.contains("opaque(method call `.add()` (methods are not inlined); arrays=[a]"),
+            "{def}\n{body}"
+        );
+        assert!(!body.contains("write#"), "{def}\n{body}");
+    }
+    check(
+        r#"
+struct Acc { float *p; __device__ Acc(float *q) : p(q) { q[0] = 0; } __device__ void add(int i) { p[i] += 1; } };
 __global__ void k(float *a) {
-  Acc acc;
+  Acc acc(a);
   acc.add(threadIdx.x);
 }"#,
         "k",
         "
-        acc := ?0
-        opaque(method call `.add()` (methods are not inlined); arrays=[a]; locals=[acc]; may_sync)
+        opaque(constructor of `Acc` (constructors are not inlined); arrays=[a]; locals=[]; may_sync)
+        acc.p.offset := 0
+        opaque(read through a pointer with an unknown target; arrays=[a]; locals=[])
+        opaque(write through a pointer with an unknown target; arrays=[a]; locals=[])
         ",
+    );
+}
+
+#[test]
+fn recursive_methods_are_unsupported() {
+    let f = lower_str(
+        r#"
+struct T { int *p; __device__ int f(int n) { return n > 0 ? f(n - 1) : p[0]; } };
+__global__ void k(int *a) { T t = {a}; a[1] = t.f(3); }"#,
+    );
+    assert_eq!(
+        kernel(&f, "k").unsupported.as_deref(),
+        Some("recursive method `f` cannot be inlined")
+    );
+}
+
+#[test]
+fn objects_reach_opaque_calls_and_statements() {
+    check(
+        r#"
+struct Acc { float *data; int n; };
+__device__ void ext(Acc &a);
+__global__ void k(float *p) {
+  Acc a = {p, 1};
+  ext(a);
+  asm volatile("" :: "l"(a));
+}"#,
+        "k",
+        "
+        a.data.offset := 0
+        a.n := 1
+        opaque(call to `ext` whose body is not available; arrays=[p]; locals=[a.n]; may_sync)
+        opaque(inline assembly; arrays=[p]; locals=[a.n]; may_sync)
+        ",
+    );
+}
+
+#[test]
+fn objects_whose_address_is_taken_are_not_modelled() {
+    check(
+        r#"
+struct Acc { float *data; int n; __device__ void put(int i) { data[i] = 0; } };
+__global__ void k(float *p) {
+  Acc a = {p, 1};
+  Acc *q = &a;
+  a.put(threadIdx.x);
+}"#,
+        "k",
+        "
+        a := ?0
+        opaque(method call `.put()` (methods are not inlined); arrays=[p]; locals=[a]; may_sync)
+        ",
+    );
+}
+
+#[test]
+fn pointer_members_changed_by_methods_are_followed() {
+    check(
+        r#"
+struct Row { float *data; int stride; __device__ void next() { data += stride; } };
+__global__ void k(float *p) {
+  Row r = {p, 16};
+  r.data[threadIdx.x] = 1;
+  r.next();
+  r.data[threadIdx.x] = 2;
+}"#,
+        "k",
+        "
+        r.data.offset := 0
+        r.stride := 16
+        write#0 p[(r.data.offset + threadIdx.x)] = 1
+        r.data.offset := (r.data.offset + r.stride)
+        write#1 p[(r.data.offset + threadIdx.x)] = 2
+        ",
+    );
+}
+
+#[test]
+fn pointer_members_changed_in_a_loop_start_before_the_loop() {
+    // The offset local of `r.data` is first needed inside the loop: it must be initialized at
+    // the declaration, not reset on every iteration.
+    check(
+        r#"
+struct Row { float *data; int stride; __device__ void next() { data += stride; } };
+__global__ void k(float *p, int n) {
+  Row r = {p, 16};
+  for (int i = 0; i < n; i++) { r.next(); r.data[threadIdx.x] = 1; }
+}"#,
+        "k",
+        "
+        r.data.offset := 0
+        r.stride := 16
+        for (i < $n) {
+          init:
+            i := 0
+          step:
+            i := (i + 1)
+          body:
+            r.data.offset := (r.data.offset + r.stride)
+            write#0 p[(r.data.offset + threadIdx.x)] = 1
+        }
+        ",
+    );
+}
+
+#[test]
+fn constructions_written_like_prototypes() {
+    // `Acc b(a);` parses as a function prototype: a copy of `a` for an aggregate, an opaque
+    // constructor call for a class with constructors (modelled or not).
+    check(
+        r#"
+struct Acc { float *data; int n; };
+template <typename T> struct Box { T *p; __device__ Box(T *q) : p(q) { q[0] = 1; } };
+__global__ void k(float *q) {
+  Acc a = {q, 3};
+  Acc b(a);
+  Box<float> x(q);
+  b.data[b.n] = 2;
+}"#,
+        "k",
+        "
+        a.data.offset := 0
+        a.n := 3
+        b.data.offset := a.data.offset
+        b.n := a.n
+        opaque(constructor of `Box<float>` (constructors are not inlined); arrays=[q]; locals=[]; may_sync)
+        write#0 q[(b.data.offset + b.n)] = 2
+        ",
+    );
+}
+
+#[test]
+fn objects_returned_by_value_are_copied() {
+    check(
+        r#"
+struct Acc { float *p; int n; };
+__device__ Acc make(float *q) { return Acc{q, 3}; }
+__device__ Acc shifted(Acc a) { Acc b = a; b.p += 1; return b; }
+__global__ void k(float *q) {
+  Acc a = make(q);
+  Acc b = shifted(a);
+  b.p[threadIdx.x] = a.n;
+}"#,
+        "k",
+        "
+        return.p.offset := 0
+        return.n := 3
+        a.p.offset := return.p.offset
+        a.n := return.n
+        shifted.a.p.offset := a.p.offset
+        shifted.a.n := a.n
+        b.p.offset := shifted.a.p.offset
+        b.n := shifted.a.n
+        b.p.offset := (b.p.offset + 1)
+        b.p.offset := b.p.offset
+        b.n := b.n
+        write#0 q[(b.p.offset + threadIdx.x)] = a.n
+        ",
+    );
+}
+
+#[test]
+fn constructors_with_only_member_initializers_are_inlined() {
+    check(
+        r#"
+struct Tile {
+  float *data; int stride; int pad = 1;
+  __device__ Tile(float *d, int s) : data(d), stride(s) {}
+  __device__ Tile(float *d) : data(d), stride(32) { d[0] = 1; }
+};
+__global__ void k(float *q) {
+  Tile a(q, 16);
+  Tile b = Tile(q + 1, 8);
+  Tile c{q, 4};
+  q[a.stride + b.stride + c.pad] = 0;
+}"#,
+        "k",
+        "
+        a.data.offset := 0
+        a.stride := ?0
+        a.pad := 1
+        a.data.offset := 0
+        a.stride := 16
+        b.data.offset := 0
+        b.stride := ?2
+        b.pad := 1
+        b.data.offset := 1
+        b.stride := 8
+        c.data.offset := 0
+        c.stride := ?4
+        c.pad := 1
+        c.data.offset := 0
+        c.stride := 4
+        write#0 q[((a.stride + b.stride) + c.pad)] = 0
+        ",
+    );
+    // With a statement in its body, the constructor stays opaque.
+    let f = lower_str(
+        r#"
+struct Tile {
+  float *data; int stride;
+  __device__ Tile(float *d) : data(d), stride(32) { d[0] = 1; }
+};
+__global__ void k(float *q) { Tile a(q); }"#,
+    );
+    assert_eq!(
+        pretty::body(kernel(&f, "k")),
+        lines(
+            "
+            opaque(constructor of `Tile` (constructors are not inlined); arrays=[q]; locals=[]; may_sync)
+            a.data.offset := 0
+            a.stride := ?0
+            "
+        )
     );
 }

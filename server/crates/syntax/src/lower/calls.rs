@@ -100,6 +100,12 @@ impl<'a, 't> Lowerer<'a, 't> {
     }
 
     pub fn call(&mut self, n: Node) -> Val {
+        self.call_ex(n, false)
+    }
+
+    /// A call; with `want_place`, a reference-returning inlined function leaves the place it
+    /// refers to in `ref_result` (see `call_ref`).
+    pub fn call_ex(&mut self, n: Node, want_place: bool) -> Val {
         let span = self.span(n);
         let Some(f) = n.child_by_field_name("function") else {
             return Val::S(self.unknown("call", span, false));
@@ -111,14 +117,10 @@ impl<'a, 't> Lowerer<'a, 't> {
             .any(|ch| ch.kind() == "kernel_call_syntax");
         if is_launch {
             let vals = self.lower_args(&args);
-            let arrays = Self::arrays_of_vals(&vals);
-            self.opaque(
-                "kernel launch from device code",
-                span,
-                arrays,
-                vec![],
-                false,
-            );
+            let mut arrays = Self::arrays_of_vals(&vals);
+            let (oa, ol) = self.objects_in_args(&args);
+            arrays.extend(oa);
+            self.opaque("kernel launch from device code", span, arrays, ol, false);
             return Val::Void;
         }
         match f.kind() {
@@ -130,7 +132,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                         return self.expand_macro(&name, Some(texts), n);
                     }
                 }
-                self.named_call(&name, None, n, &args)
+                self.named_call(&name, None, n, &args, want_place)
             }
             "template_function" => {
                 let name = f
@@ -145,17 +147,29 @@ impl<'a, 't> Lowerer<'a, 't> {
                         .collect();
                     v
                 });
-                self.named_call(&name, targs, n, &args)
+                self.named_call(&name, targs, n, &args, want_place)
             }
             "qualified_identifier" => {
                 let mut name_node = f;
+                let mut scope = None;
                 for _ in 0..16 {
                     if name_node.kind() != "qualified_identifier" {
                         break;
                     }
+                    scope = name_node.child_by_field_name("scope");
                     match name_node.child_by_field_name("name") {
                         Some(x) => name_node = x,
                         None => break,
+                    }
+                }
+                // `Class::method(…)` for a class defined in the file.
+                if let (Some(sc), "identifier") = (scope, name_node.kind()) {
+                    let class = self.text(sc);
+                    let method = self.text(name_node);
+                    if let Some(v) =
+                        self.qualified_method_call(&class, &method, n, &args, want_place)
+                    {
+                        return v;
                     }
                 }
                 if name_node.kind() == "template_function" {
@@ -171,24 +185,51 @@ impl<'a, 't> Lowerer<'a, 't> {
                             .collect();
                         v
                     });
-                    return self.named_call(&name, targs, n, &args);
+                    return self.named_call(&name, targs, n, &args, want_place);
                 }
                 let name = self.text(name_node);
-                self.named_call(&name, None, n, &args)
+                self.named_call(&name, None, n, &args, want_place)
             }
             "field_expression" => {
+                // `obj.m<3>()`: the method's name without its template arguments.
                 let method = f
                     .child_by_field_name("field")
-                    .map(|x| self.text(x))
+                    .map(|x| match x.kind() {
+                        "template_method" => x
+                            .child_by_field_name("name")
+                            .map(|nm| self.text(nm))
+                            .unwrap_or_default(),
+                        _ => self.text(x),
+                    })
                     .unwrap_or_default();
                 let obj_node = f.child_by_field_name("argument");
-                let obj = match obj_node {
-                    Some(o) => self.expr(o),
-                    None => Val::Void,
+                let op = f
+                    .child_by_field_name("operator")
+                    .map(|o| self.text(o))
+                    .unwrap_or_default();
+                // An object of a class defined in the file (or `*this`, or an object returned
+                // by reference, as in `a.set(1).set(2)`): the method is inlined.
+                let obj: Result<Rc<objects::Object>, Val> = match obj_node {
+                    None => Err(Val::Void),
+                    Some(o) => match self.field_object(f) {
+                        Some(ob) => Ok(ob),
+                        None if op == "." && o.kind() == "call_expression" => {
+                            match self.call_ref(o) {
+                                Ok(Place::Object(ob)) => Ok(ob),
+                                Ok(p) => {
+                                    let s = self.span(o);
+                                    Err(Val::S(self.read(p, s)))
+                                }
+                                Err(v) => Err(v),
+                            }
+                        }
+                        None => Err(self.expr(o)),
+                    },
                 };
                 match obj {
-                    Val::Group(g) => self.group_method(g, &method, n, &args),
-                    _ => {
+                    Ok(ob) => self.method_call(ob, &method, n, &args, want_place),
+                    Err(Val::Group(g)) => self.group_method(g, &method, n, &args),
+                    Err(_) => {
                         // Methods of user types are not inlined: the object may hold pointers
                         // to any array and the method may synchronize or change the object.
                         self.lower_args(&args);
@@ -209,14 +250,10 @@ impl<'a, 't> Lowerer<'a, 't> {
             }
             _ => {
                 let vals = self.lower_args(&args);
-                let arrays = Self::arrays_of_vals(&vals);
-                self.opaque(
-                    "call through a function pointer",
-                    span,
-                    arrays,
-                    vec![],
-                    true,
-                );
+                let mut arrays = Self::arrays_of_vals(&vals);
+                let (oa, ol) = self.objects_in_args(&args);
+                arrays.extend(oa);
+                self.opaque("call through a function pointer", span, arrays, ol, true);
                 Val::S(self.unknown("result of an indirect call", span, false))
             }
         }
@@ -270,8 +307,21 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
     }
 
-    fn named_call(&mut self, name: &str, targs: Option<Vec<Node>>, n: Node, args: &[Node]) -> Val {
+    fn named_call(
+        &mut self,
+        name: &str,
+        targs: Option<Vec<Node>>,
+        n: Node,
+        args: &[Node],
+        want_place: bool,
+    ) -> Val {
         let span = self.span(n);
+        // Inside a method, a bare name can be another method of the class (`this->m()`).
+        if let Some(this) = self.this_object() {
+            if self.class_has_method(&this.class, name) {
+                return self.method_call(this, name, n, args, want_place);
+            }
+        }
         match name {
             "__syncthreads" => {
                 self.lower_args(args);
@@ -425,7 +475,13 @@ impl<'a, 't> Lowerer<'a, 't> {
         // any array it captured.
         if matches!(
             self.lookup(name),
-            Some(Binding::Local(_) | Binding::Value(_) | Binding::Private | Binding::Ptr(_))
+            Some(
+                Binding::Local(_)
+                    | Binding::Value(_)
+                    | Binding::Private
+                    | Binding::Ptr(_)
+                    | Binding::Object(_)
+            )
         ) {
             self.lower_args(args);
             self.opaque(
@@ -451,18 +507,28 @@ impl<'a, 't> Lowerer<'a, 't> {
                 .copied()
         });
         if let Some(def) = def {
-            return self.inline(name, &def, targs, n, args);
+            return self.inline(name, &def, targs, n, args, None, want_place);
         }
         let vals = self.lower_args(args);
-        let arrays = Self::arrays_of_vals(&vals);
-        let declared = self.tab.protos.contains(name) || self.tab.funcs.contains_key(name);
-        if !arrays.is_empty() || declared {
+        let mut arrays = Self::arrays_of_vals(&vals);
+        let (oa, ol) = self.objects_in_args(args);
+        arrays.extend(oa);
+        let declared = self.tab.protos.contains(name)
+            || self.tab.funcs.contains_key(name)
+            || self.class_with_constructor(name)
+            || self
+                .tab
+                .classes
+                .values()
+                .flatten()
+                .any(|c| c.methods.contains_key(name));
+        if !arrays.is_empty() || !ol.is_empty() || declared {
             // A user function defined elsewhere may synchronize; a library function does not.
             self.opaque(
                 format!("call to `{name}` whose body is not available"),
                 span,
                 arrays,
-                vec![],
+                ol,
                 declared,
             );
         }
@@ -562,11 +628,13 @@ impl<'a, 't> Lowerer<'a, 't> {
                 None,
                 aspan,
             ))),
-            Place::Local(_) | Place::Private | Place::Ptr(_) => Val::S(self.unknown(
-                format!("result of `{name}` on thread-private memory"),
-                span,
-                false,
-            )),
+            Place::Local(_) | Place::Private | Place::Ptr(_) | Place::Object(_) => {
+                Val::S(self.unknown(
+                    format!("result of `{name}` on thread-private memory"),
+                    span,
+                    false,
+                ))
+            }
             Place::Many(v) => {
                 self.opaque(
                     format!("`{name}` through a pointer that may point into different arrays"),
@@ -590,20 +658,27 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
     }
 
-    fn inline(
+    /// Inlines a device function (or, with `this`, a method of that object) at `call`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn inline(
         &mut self,
         name: &str,
         def: &FuncDef<'t>,
         targs: Option<Vec<Node>>,
         call: Node,
         args: &[Node],
+        this: Option<Rc<objects::Object>>,
+        want_place: bool,
     ) -> Val {
         let span = self.span(call);
         let key = (def.file, def.node.start_byte());
         if self.frames.iter().any(|f| f.key == key) {
-            self.set_unsupported(format!(
-                "recursive device function `{name}` cannot be inlined"
-            ));
+            let what = if this.is_some() {
+                "method"
+            } else {
+                "device function"
+            };
+            self.set_unsupported(format!("recursive {what} `{name}` cannot be inlined"));
             return Val::S(self.unknown("recursive call", span, false));
         }
         if self.frames.len() > MAX_INLINE_DEPTH {
@@ -640,8 +715,16 @@ impl<'a, 't> Lowerer<'a, 't> {
                 .and_then(declarator_name)
                 .map(|x| node_text(x, &def_text).to_string())
                 .unwrap_or_default();
+            let class = p
+                .child_by_field_name("type")
+                .and_then(|t| self.class_of(node_text(t, &def_text)))
+                .filter(|_| shape == Shape::Scalar);
             let av = match args.get(i) {
                 Some(a) if shape == Shape::Reference => ArgVal::Ref(self.reference_binding(*a)),
+                Some(a) if class.is_some() => match self.object_expr(*a) {
+                    Some(o) => ArgVal::Obj(o),
+                    None => ArgVal::V(self.expr(*a)),
+                },
                 Some(a) => ArgVal::V(self.expr(*a)),
                 None => ArgVal::Default,
             };
@@ -671,6 +754,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             },
         );
         let assigned = assigned_names(body, &def_text);
+        let addressed = addressed_names(body, &def_text);
         let returns = count_returns(body);
         let last_is_return = {
             let mut c = body.walk();
@@ -690,6 +774,18 @@ impl<'a, 't> Lowerer<'a, 't> {
         });
         let is_void = ret_ty_text.trim() == "void" && !returns_ptr;
         let needs_flag = returns > 1 || (returns == 1 && !last_is_return);
+        // A reference returned by the only `return`, at the end: the call denotes that place.
+        let ret_ref = !needs_flag
+            && returns == 1
+            && def
+                .node
+                .child_by_field_name("declarator")
+                .is_some_and(|d| d.kind() == "reference_declarator");
+        let ret_obj = if !needs_flag && returns == 1 && !returns_ptr {
+            self.class_of(&ret_ty_text)
+        } else {
+            None
+        };
         let scope_base = self.scopes.len();
         self.frames.push(Frame {
             key,
@@ -700,6 +796,10 @@ impl<'a, 't> Lowerer<'a, 't> {
             flag: None,
             loop_depth: 0,
             assigned,
+            addressed,
+            ret_ref,
+            ret_obj,
+            ret_place: None,
         });
         self.push_scope();
         // Template parameters.
@@ -737,6 +837,13 @@ impl<'a, 't> Lowerer<'a, 't> {
                 self.bind(&pname, Binding::Value(v));
             }
         }
+        // The object's members (and `this`); parameters declared next shadow them.
+        if let Some(o) = &this {
+            for (m, b) in o.members.iter() {
+                self.bind(m, b.clone());
+            }
+            self.bind("this", Binding::Object(o.clone()));
+        }
         for (pname, p, shape, av) in bound {
             if pname.is_empty() {
                 continue;
@@ -756,6 +863,38 @@ impl<'a, 't> Lowerer<'a, 't> {
                         false,
                     ))),
                 },
+                x => x,
+            };
+            let class = match shape {
+                Shape::Scalar => self.class_of(&ty_text),
+                _ => None,
+            };
+            let addressed = self
+                .frames
+                .last()
+                .is_some_and(|f| f.addressed.contains(&pname));
+            if let (Some(class), false) = (&class, addressed) {
+                if !matches!(av, ArgVal::Ref(_)) {
+                    // An object passed by value: the callee's copy.
+                    let init = match av {
+                        ArgVal::Obj(o) => objects::ObjInit::Copy(o),
+                        _ => objects::ObjInit::Unknown,
+                    };
+                    let key = (
+                        def.file,
+                        decl.map(|d| d.start_byte()).unwrap_or(p.start_byte()),
+                    );
+                    let o = self.new_object(class, &format!("{name}.{pname}"), key, init, pspan);
+                    self.bind(&pname, Binding::Object(o));
+                    continue;
+                }
+            }
+            let av = match av {
+                ArgVal::Obj(_) => ArgVal::V(Val::S(self.unknown(
+                    format!("object `{pname}` changed in `{name}`"),
+                    pspan,
+                    false,
+                ))),
                 x => x,
             };
             match (shape, av) {
@@ -800,7 +939,18 @@ impl<'a, 't> Lowerer<'a, 't> {
                         self.bind(&pname, Binding::Value(e));
                     }
                 }
-                (_, ArgVal::Default) => {}
+                (_, ArgVal::Default) | (_, ArgVal::Obj(_)) => {}
+            }
+        }
+        // A constructor's member initializers (`: data(d), stride(s)`).
+        if let Some(o) = &this {
+            let mut c = def.node.walk();
+            let list = def
+                .node
+                .children(&mut c)
+                .find(|x| x.kind() == "field_initializer_list");
+            if let Some(list) = list {
+                self.member_initializers(o, list, name);
             }
         }
         if needs_flag {
@@ -841,6 +991,30 @@ impl<'a, 't> Lowerer<'a, 't> {
         self.scopes.truncate(scope_base.max(1));
         self.src = saved_src;
         let Some(frame) = frame else { return Val::Void };
+        if frame.ret_obj.is_some() {
+            if let (true, Some(p @ Place::Object(_))) = (want_place, frame.ret_place) {
+                self.ref_result = Some(p);
+                return Val::Void;
+            }
+            return Val::S(self.unknown(format!("object returned by `{name}`"), span, false));
+        }
+        if let (true, Some(place)) = (frame.ret_ref, frame.ret_place) {
+            if want_place {
+                // The caller may bind the place and inline this function again before using
+                // it (`float &a = t.at(0, i), &b = t.at(1, j);`): its index must not depend on
+                // this call's parameter locals any more.
+                let place = self.snapshot_place(place, &format!("{name}.ref"), span);
+                self.ref_result = Some(place);
+                return Val::Void;
+            }
+            return match place {
+                Place::Ptr(s) => Val::P(self.slot_value(s)),
+                Place::Object(_) => {
+                    Val::S(self.unknown(format!("object returned by `{name}`"), span, false))
+                }
+                p => Val::S(self.read(p, span)),
+            };
+        }
         if let Some(r) = frame.ret_local {
             return Val::S(Expr::Local(r));
         }
@@ -863,10 +1037,12 @@ impl<'a, 't> Lowerer<'a, 't> {
 enum ArgVal {
     V(Val),
     Ref(Binding),
+    /// An object passed to a by-value parameter of its class.
+    Obj(Rc<objects::Object>),
     Default,
 }
 
-fn param_count(d: &FuncDef) -> usize {
+pub(crate) fn param_count(d: &FuncDef) -> usize {
     d.node
         .child_by_field_name("declarator")
         .and_then(function_declarator)

@@ -185,7 +185,8 @@ impl<'a, 't> Lowerer<'a, 't> {
             "string_literal" | "concatenated_string" | "raw_string_literal" => {
                 Val::S(self.unknown("string", span, true))
             }
-            "identifier" => self.identifier(n),
+            // (`type_identifier`: an argument of `Acc b(a);`, parsed as a prototype.)
+            "identifier" | "type_identifier" => self.identifier(n),
             "parenthesized_expression" | "condition_clause" => {
                 match n.named_child(n.named_child_count().saturating_sub(1) as u32) {
                     Some(x) => self.expr(x),
@@ -370,6 +371,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                 elem_size: None,
             }),
             Some(Binding::Group(g)) => Val::Group(g),
+            Some(Binding::Object(_)) => {
+                Val::S(self.unknown(format!("value of the object `{name}`"), span, false))
+            }
             None => match name.as_str() {
                 "warpSize" => Val::S(Expr::Builtin(Builtin::WarpSize)),
                 "NULL" | "nullptr" => Val::S(Expr::Int(0)),
@@ -439,6 +443,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                     return Val::S(Expr::Builtin(b));
                 }
             }
+        }
+        // A member of an object of a class defined in the file (`obj.n`, `this->data`).
+        if let Some(b) = self.member_of_field(n) {
+            return self.member_value(b, span);
         }
         let op = n
             .child_by_field_name("operator")
@@ -699,26 +707,55 @@ impl<'a, 't> Lowerer<'a, 't> {
         ) else {
             return Val::S(self.unknown("incomplete assignment", span, false));
         };
-        // Pointer variables: assignments change the target.
-        if left.kind() == "identifier" {
-            let name = self.text(left);
-            if let Some(Binding::Ptr(slot)) = self.lookup(&name) {
-                let rv = self.expr(right);
-                match op.as_str() {
-                    "=" => self.ptr_assign(slot, rv.clone(), span),
-                    "+=" | "-=" => {
-                        let d = self.scalar_of(rv, span);
-                        let d = if op == "-=" {
-                            Expr::un(UnOp::Neg, d)
-                        } else {
-                            d
-                        };
-                        self.ptr_add(slot, d, span);
-                    }
-                    _ => self.ptr_assign(slot, Val::S(Expr::Int(1)), span),
-                }
-                return Val::P(self.slot_value(slot));
+        // Pointer variables (and pointer members of objects): assignments change the target.
+        let ptr_var = match left.kind() {
+            "identifier" => {
+                let name = self.text(left);
+                self.lookup(&name)
             }
+            "field_expression" => self.member_of_field(left),
+            _ => None,
+        };
+        if let Some(Binding::Ptr(slot)) = ptr_var {
+            let rv = self.expr(right);
+            match op.as_str() {
+                "=" => self.ptr_assign(slot, rv.clone(), span),
+                "+=" | "-=" => {
+                    let d = self.scalar_of(rv, span);
+                    let d = if op == "-=" {
+                        Expr::un(UnOp::Neg, d)
+                    } else {
+                        d
+                    };
+                    self.ptr_add(slot, d, span);
+                }
+                _ => self.ptr_assign(slot, Val::S(Expr::Int(1)), span),
+            }
+            return Val::P(self.slot_value(slot));
+        }
+        // A whole object: member by member.
+        if let Some(dst) = self.object_expr(left) {
+            if op == "=" {
+                match self.object_expr(right) {
+                    Some(src) => self.copy_object(&dst, &src, span),
+                    None => {
+                        self.expr_discard(right);
+                        self.havoc_object(&dst, span);
+                    }
+                }
+            } else {
+                // A compound assignment operator of the class: not modelled.
+                self.expr_discard(right);
+                self.opaque(
+                    format!("operator `{op}` on an object"),
+                    span,
+                    vec![ALL_ARRAYS],
+                    dst.locals(),
+                    true,
+                );
+                self.havoc_object(&dst, span);
+            }
+            return Val::S(self.unknown("value of an object assignment", span, false));
         }
         let rv = self.expr(right);
         if let (Val::Group(g), "identifier") = (&rv, left.kind()) {
@@ -774,12 +811,17 @@ impl<'a, 't> Lowerer<'a, 't> {
         let prefix = n
             .child(0)
             .is_some_and(|c| c.kind() == "++" || c.kind() == "--");
-        if arg.kind() == "identifier" {
-            let name = self.text(arg);
-            if let Some(Binding::Ptr(slot)) = self.lookup(&name) {
-                self.ptr_add(slot, Expr::Int(if inc { 1 } else { -1 }), span);
-                return Val::P(self.slot_value(slot));
+        let ptr_var = match arg.kind() {
+            "identifier" => {
+                let name = self.text(arg);
+                self.lookup(&name)
             }
+            "field_expression" => self.member_of_field(arg),
+            _ => None,
+        };
+        if let Some(Binding::Ptr(slot)) = ptr_var {
+            self.ptr_add(slot, Expr::Int(if inc { 1 } else { -1 }), span);
+            return Val::P(self.slot_value(slot));
         }
         let place = self.place_of(arg);
         let aspan = self.span(arg);
@@ -895,8 +937,10 @@ impl<'a, 't> Lowerer<'a, 't> {
             .map(|(_, w)| w.to_string())
             .collect();
         for w in words {
-            if let Some(Binding::Local(l)) = self.lookup(&w) {
-                locals.push(l);
+            match self.lookup(&w) {
+                Some(Binding::Local(l)) => locals.push(l),
+                Some(Binding::Object(o)) => locals.extend(o.locals()),
+                _ => {}
             }
         }
         (vec![], locals)
@@ -948,6 +992,11 @@ impl<'a, 't> Lowerer<'a, 't> {
                 Some(Binding::Cell(Place::Cell { array, .. })) => arrays.push(array),
                 Some(Binding::Cell(_)) => arrays.push(ALL_ARRAYS),
                 Some(Binding::Local(l)) if assigned => locals.push(l),
+                // An object: whatever its pointer members reach; any member may change.
+                Some(Binding::Object(o)) => {
+                    arrays.extend(self.object_arrays(&o));
+                    locals.extend(o.locals());
+                }
                 _ => {}
             }
         }

@@ -3,6 +3,7 @@
 
 mod calls;
 mod expr;
+mod objects;
 mod pointers;
 mod stmt;
 pub(crate) mod types;
@@ -15,8 +16,10 @@ use crate::preprocess::preprocess;
 use crate::FrontendOptions;
 use cudarace_ir as ir;
 use ir::*;
+use objects::Object;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::rc::Rc;
 use std::sync::Arc;
 use tree_sitter::{Node, Tree};
 
@@ -294,6 +297,8 @@ pub(crate) enum Place {
     Unknown,
     /// A pointer variable (assignments change what it points to).
     Ptr(usize),
+    /// A whole object of a class defined in the file (`*this`, an object variable).
+    Object(Rc<Object>),
 }
 
 #[derive(Clone, Debug)]
@@ -308,6 +313,9 @@ pub(crate) enum Binding {
     /// A thread-private array of pointers (`float *bufs[2] = {a, b}`): what its elements may
     /// point into.
     PtrArray(Base),
+    /// An object of a class defined in the file: one binding per data member (see
+    /// `objects.rs`). Inside an inlined method, `this` is bound to the object.
+    Object(Rc<Object>),
 }
 
 /// A lowered expression's value.
@@ -338,6 +346,16 @@ pub(crate) struct Frame {
     pub loop_depth: u32,
     /// Names assigned somewhere in the function body (they need mutable locals).
     pub assigned: HashSet<String>,
+    /// Names whose address is taken (`&x`) somewhere in the function body: writes through
+    /// such a pointer are not followed, so objects with these names are not modelled.
+    pub addressed: HashSet<String>,
+    /// The function returns a reference and has a single `return` at its end: the return
+    /// statement records the place it refers to (`ret_place`) instead of reading it.
+    pub ret_ref: bool,
+    /// The function returns an object of a class of the file by value, with a single `return`
+    /// at its end: `ret_place` is that object (`Matrix sub = sub_matrix(A, r, c);`).
+    pub ret_obj: Option<String>,
+    pub ret_place: Option<Place>,
 }
 
 pub(crate) struct Lowerer<'a, 't> {
@@ -370,6 +388,8 @@ pub(crate) struct Lowerer<'a, 't> {
     /// are different cells. A whole element (`a[i]`) is every member; a pointer into such an
     /// array has an unknown offset (its arithmetic counts elements, not members).
     pub struct_members: HashMap<ArrayId, Vec<String>>,
+    /// The place a reference-returning call refers to, handed from `inline` to `call_ref`.
+    pub ref_result: Option<Place>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -411,6 +431,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             accessed: HashSet::new(),
             view_changed: HashSet::new(),
             struct_members: HashMap::new(),
+            ref_result: None,
         }
     }
 
@@ -797,6 +818,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             return;
         };
         let assigned = assigned_names(body, &text);
+        let addressed = addressed_names(body, &text);
         self.frames.push(Frame {
             key: (def.file, def.node.start_byte()),
             scope_base: 0,
@@ -806,6 +828,10 @@ impl<'a, 't> Lowerer<'a, 't> {
             flag: None,
             loop_depth: 0,
             assigned,
+            addressed,
+            ret_ref: false,
+            ret_obj: None,
+            ret_place: None,
         });
         self.push_scope();
         // Parameters.
@@ -932,6 +958,27 @@ impl<'a, 't> Lowerer<'a, 't> {
                     &name,
                 );
                 self.bind(&name, Binding::Ptr(slot));
+            }
+            Shape::Scalar
+                if self.class_of(&ty_text).is_some()
+                    && !self
+                        .frames
+                        .last()
+                        .is_some_and(|f| f.addressed.contains(&name)) =>
+            {
+                // A struct passed by value: its members are uniform, its pointer members
+                // arrays of their own.
+                self.k.params.push(Param {
+                    name: name.clone(),
+                    ty: ScalarType::Other,
+                    span,
+                    is_template: false,
+                    value: None,
+                });
+                let class = self.class_of(&ty_text).unwrap_or_default();
+                let key = (self.src.file, decl.start_byte());
+                let o = self.new_object(&class, &name, key, objects::ObjInit::Param(id), span);
+                self.bind(&name, Binding::Object(o));
             }
             Shape::Scalar | Shape::Reference => {
                 let ty = if shape == Shape::Reference {
@@ -1156,6 +1203,34 @@ pub(crate) fn assigned_names(body: Node, text: &str) -> HashSet<String> {
                 }
             }
             _ => {}
+        }
+        let mut c = n.walk();
+        for ch in n.named_children(&mut c) {
+            stack.push(ch);
+        }
+    }
+    out
+}
+
+/// Names whose address is taken (`&x`) anywhere in a function body.
+pub(crate) fn addressed_names(body: Node, text: &str) -> HashSet<String> {
+    let mut out = HashSet::new();
+    let mut stack = vec![body];
+    let mut count = 0u32;
+    while let Some(n) = stack.pop() {
+        count += 1;
+        if count > 1_000_000 {
+            break;
+        }
+        if n.kind() == "pointer_expression" {
+            if let (Some(op), Some(a)) = (
+                n.child_by_field_name("operator"),
+                n.child_by_field_name("argument"),
+            ) {
+                if node_text(op, text) == "&" && a.kind() == "identifier" {
+                    out.insert(node_text(a, text).to_string());
+                }
+            }
         }
         let mut c = n.walk();
         for ch in n.named_children(&mut c) {

@@ -258,6 +258,20 @@ impl<'a, 't> Lowerer<'a, 't> {
                         }
                         return Ok(Place::Private);
                     }
+                    Some(Binding::Object(o)) => {
+                        // `obj[i]`: an `operator[]` of the class, which is not inlined.
+                        for i in idxs {
+                            self.scalar_expr(i);
+                        }
+                        self.opaque(
+                            format!("operator `[]` of `{}` (operators are not inlined)", o.class),
+                            span,
+                            vec![ALL_ARRAYS],
+                            o.locals(),
+                            true,
+                        );
+                        return Ok(Place::Private);
+                    }
                     Some(Binding::PtrArray(b)) if !idxs.is_empty() => {
                         let _ = self.scalar_expr(idxs[0]);
                         let off = self.unknown(
@@ -336,6 +350,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     }
                     Some(Binding::Ptr(s)) => Place::Ptr(s),
                     Some(Binding::Cell(p)) => p,
+                    Some(Binding::Object(o)) => Place::Object(o),
                     Some(Binding::Private)
                     | Some(Binding::Group(_))
                     | Some(Binding::PtrArray(_)) => Place::Private,
@@ -369,12 +384,21 @@ impl<'a, 't> Lowerer<'a, 't> {
                 if op != "*" {
                     return Place::Unknown;
                 }
+                if objects::is_this(arg) {
+                    if let Some(o) = self.this_object() {
+                        return Place::Object(o);
+                    }
+                }
                 match self.expr(arg) {
                     Val::P(p) => self.deref(&p, Expr::Int(0)),
                     _ => Place::Unknown,
                 }
             }
             "field_expression" => {
+                // A member of an object of a class defined in the file.
+                if let Some(b) = self.member_of_field(n) {
+                    return Self::member_place(b);
+                }
                 let Some(arg) = n.child_by_field_name("argument") else {
                     return Place::Unknown;
                 };
@@ -408,6 +432,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                 Some(v) => self.place_of(v),
                 None => Place::Unknown,
             },
+            // `obj.at(i)` returning a reference: the place it refers to.
+            "call_expression" => self.call_ref(n).unwrap_or(Place::Unknown),
             _ => {
                 self.expr(n);
                 Place::Unknown
@@ -446,7 +472,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 stride: one,
                 elem_size: None,
             },
-            Place::Unknown | Place::Ptr(_) => PtrVal {
+            Place::Unknown | Place::Ptr(_) | Place::Object(_) => PtrVal {
                 base: Base::Unknown,
                 off: Expr::Int(0),
                 stride: one,
@@ -538,6 +564,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             }
             Place::Private => self.unknown("thread-private memory", span, false),
             Place::Ptr(_) => self.unknown("pointer value", span, false),
+            Place::Object(_) => self.unknown("value of an object", span, false),
         }
     }
 
@@ -576,6 +603,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             ),
             Place::Private => {}
             Place::Ptr(s) => self.ptr_assign(s, Val::S(value), span),
+            Place::Object(o) => self.havoc_object(&o, span),
         }
     }
 
@@ -583,11 +611,12 @@ impl<'a, 't> Lowerer<'a, 't> {
         if let Some(l) = self.slots[slot].off_local {
             return l;
         }
-        // Reassigned although the pre-scan did not see it: a local from here on, and a new pass
-        // so that earlier uses see it too.
-        if self.slots[slot].used {
-            self.widened = true;
-        }
+        // Reassigned although the pre-scan did not see it (a pointer member changed by a
+        // method, a pointer changed through a reference): a local from here on, and a new pass
+        // that creates the local at the declaration. Without it, earlier uses would not see the
+        // local, and a local first created inside a branch or a loop body would be initialized
+        // only there (reset on every iteration).
+        self.widened = true;
         let l = self.new_local(
             "pointer.offset",
             ScalarType::Int {

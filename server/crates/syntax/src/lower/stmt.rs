@@ -413,6 +413,62 @@ impl<'a, 't> Lowerer<'a, 't> {
             self.emit(Stmt::Return { span });
             return;
         }
+        if let Some(class) = self.frames.last().and_then(|f| f.ret_obj.clone()) {
+            // `return sub;` of an object by value: the caller copies that object. `return {p,
+            // n};` and `return Acc{p, n};` build a temporary object.
+            let place = match value {
+                Some(v) => match self.object_expr(v) {
+                    Some(o) => Place::Object(o),
+                    None => {
+                        let list = match v.kind() {
+                            "initializer_list" => Some(v),
+                            "compound_literal_expression" => v.child_by_field_name("value"),
+                            _ => None,
+                        };
+                        match list {
+                            Some(l) => {
+                                let key = (self.src.file, v.start_byte());
+                                let o =
+                                    self.declare_object(&class, "return", key, Some(l), v, span);
+                                Place::Object(o)
+                            }
+                            None => {
+                                self.expr_discard(v);
+                                Place::Unknown
+                            }
+                        }
+                    }
+                },
+                None => Place::Unknown,
+            };
+            if let Some(f) = self.frames.last_mut() {
+                f.ret_place = Some(place);
+            }
+            return;
+        }
+        let lvalue = value.is_some_and(|v| {
+            matches!(
+                v.kind(),
+                "identifier"
+                    | "parenthesized_expression"
+                    | "subscript_expression"
+                    | "pointer_expression"
+                    | "field_expression"
+                    | "call_expression"
+            )
+        });
+        if self.frames.last().is_some_and(|f| f.ret_ref) && lvalue {
+            // `return data[i];` in a function returning a reference: the place, not a read.
+            // (Other expressions, e.g. `c ? a : b`, are returned as values.)
+            let place = match value {
+                Some(v) => self.place_of(v),
+                None => Place::Unknown,
+            };
+            if let Some(f) = self.frames.last_mut() {
+                f.ret_place = Some(place);
+            }
+            return;
+        }
         let v = match value {
             Some(v) if v.kind() == "initializer_list" => {
                 Val::S(self.unknown("returned initializer list", span, false))
@@ -584,6 +640,11 @@ impl<'a, 't> Lowerer<'a, 't> {
                 continue;
             };
             if crate::collect::function_declarator(decl).is_some() {
+                // `Acc acc(a);` parses as a local function prototype whose parameter "types"
+                // are the constructor's arguments.
+                if !self.frames.is_empty() {
+                    self.vexing_object(&ty_text, decl, name_node);
+                }
                 continue; // a local function prototype
             }
             let name = self.text(name_node);
@@ -688,9 +749,37 @@ impl<'a, 't> Lowerer<'a, 't> {
                     };
                     self.bind(&name, b);
                 }
+                Shape::Scalar
+                    if self.class_of(&ty_text).is_some()
+                        && !self
+                            .frames
+                            .last()
+                            .is_some_and(|f| f.addressed.contains(&name)) =>
+                {
+                    // An object of a class defined in the file: one binding per member. (An
+                    // object whose address is taken stays opaque: writes through the pointer
+                    // are not followed.)
+                    let class = self.class_of(&ty_text).unwrap_or_default();
+                    let key = (self.src.file, decl.start_byte());
+                    self.declare_object(&class, &name, key, init, decl, nspan);
+                }
                 Shape::Scalar => {
                     let ty = types::scalar_type(&ty_text);
                     let v = init.map(|i| self.init_value(i));
+                    // An object of a class of the file that is not modelled member by member:
+                    // its constructor (run after its arguments) is not inlined.
+                    if self.class_with_constructor(&ty_text) {
+                        self.opaque(
+                            format!(
+                                "constructor of `{}` (constructors are not inlined)",
+                                ty_text.trim()
+                            ),
+                            nspan,
+                            vec![ALL_ARRAYS],
+                            vec![],
+                            true,
+                        );
+                    }
                     if let Some(Val::Group(g)) = v {
                         self.bind(&name, Binding::Group(g));
                         continue;
@@ -773,6 +862,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             Place::Local(l) => Binding::Local(l),
             Place::Ptr(s) => Binding::Ptr(s),
             Place::Private => Binding::Private,
+            Place::Object(o) => Binding::Object(o),
             p => Binding::Cell(p),
         }
     }
