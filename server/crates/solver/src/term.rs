@@ -151,7 +151,9 @@ pub enum BitOp {
     Shr,
 }
 
-/// Convenience constructors.
+/// Convenience constructors. `not` and `sub` build formulas; they are not the `Not`/`Sub`
+/// operators on values, which `Term` deliberately does not implement.
+#[allow(clippy::should_implement_trait)]
 impl Term {
     pub fn var(name: impl Into<String>) -> Term {
         Term::Var(name.into().into())
