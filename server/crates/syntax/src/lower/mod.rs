@@ -100,6 +100,15 @@ fn lower_file_inner(
             Some(t) if i == 0 && *u.clean == *u.text && !t.root_node().has_error() => t.clone(),
             _ => crate::parse::parse(&u.clean, None),
         };
+        // Bounds checks read as template arguments (see comparisons.rs); a repair can reveal
+        // another misread comparison further on, hence a few rounds.
+        for _ in 0..4 {
+            let Some(fixed) = crate::comparisons::repair(&t, &u.clean) else {
+                break;
+            };
+            t = crate::parse::parse(&fixed, None);
+            u.clean = Arc::from(fixed);
+        }
         if t.root_node().has_error() {
             // Keep broken host code from swallowing kernels (see repair.rs).
             let (fixed, mut errs) = crate::repair::repair(&u.clean, u.file);
