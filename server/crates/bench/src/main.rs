@@ -497,14 +497,36 @@ fn growth_exponent(points: &[(f64, f64)]) -> Option<f64> {
     (sxx > 0.0).then(|| sxy / sxx)
 }
 
+/// Builds (or confirms up to date) the `cudarace` binary next to this one, so that one command
+/// measures the server of the current sources. Cargo cannot depend on another package's binary.
+fn build_server_binary() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    let profile = if cfg!(debug_assertions) {
+        vec![]
+    } else {
+        vec!["--release"]
+    };
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "cudarace"])
+        .args(profile)
+        .current_dir(workspace)
+        .status();
+    if !matches!(status, Ok(s) if s.success()) {
+        eprintln!("bench: could not build the `cudarace` binary ({status:?})");
+    }
+}
+
 /// (c) editor latency and (d) server memory.
 fn section_cd(args: &Args) {
     println!("## (c) Editor latency and (d) server memory\n");
     let exe_dir = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf));
-    let binary = std::env::var_os("CUDARACE_BIN")
-        .map(PathBuf::from)
+    let explicit = std::env::var_os("CUDARACE_BIN").map(PathBuf::from);
+    if explicit.is_none() {
+        build_server_binary();
+    }
+    let binary = explicit
         .or_else(|| exe_dir.map(|d| d.join("cudarace")))
         .filter(|p| p.exists());
     let Some(binary) = binary else {
