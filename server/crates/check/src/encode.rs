@@ -9,7 +9,7 @@
 use crate::align::Inst;
 use crate::launch::{DimSpec, Launch};
 use crate::protocol::{var_key, Protocol};
-use crate::split::Meeting;
+use crate::split::AccessPair;
 use crate::terms::*;
 use cudarace_ir::{Expr, Kernel};
 use cudarace_solver::{Query, Sort, Term};
@@ -178,7 +178,12 @@ impl<'a> Encoder<'a> {
     /// One way the pair can race: both guards, the path conditions, the same cell (the scope's
     /// constraints on the two threads are added by the caller, see [`Encoder::scope_constraints`]).
     /// Returns the core and thread A's cell (one term per coordinate).
-    pub fn race_core(&self, scope: Scope, m: &Meeting, unrelated: &mut bool) -> (Term, Vec<Term>) {
+    pub fn race_core(
+        &self,
+        scope: Scope,
+        m: &AccessPair,
+        unrelated: &mut bool,
+    ) -> (Term, Vec<Term>) {
         let ra = |t: &Term| rename(scope, 'A', t);
         let rb = |t: &Term| rename(scope, 'B', t);
         let ia: Vec<Term> = m.a.index.iter().map(ra).collect();
@@ -226,7 +231,7 @@ impl<'a> Encoder<'a> {
 
     /// Do the two accesses' indices alone rule out a race in `scope` (see
     /// [`Encoder::cells_never_meet`])? Looks at nothing but the
-    /// accesses' arrays and index terms, as [`crate::split::meetings`] requires.
+    /// accesses' arrays and index terms, as [`crate::split::access_pairs`] requires.
     pub fn never_race(&self, scope: Scope, a: &Inst, b: &Inst) -> bool {
         let ia: Vec<Term> = a.index.iter().map(|t| rename(scope, 'A', t)).collect();
         let ib: Vec<Term> = b.index.iter().map(|t| rename(scope, 'B', t)).collect();

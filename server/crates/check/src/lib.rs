@@ -203,7 +203,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             .and_then(|a| kernel.arrays.get(a.array.0 as usize))
             .is_some_and(|arr| arr.space == MemSpace::Global)
     };
-    let mut groups: BTreeMap<(usize, usize), Vec<(Scope, split::Meeting)>> = BTreeMap::new();
+    let mut groups: BTreeMap<(usize, usize), Vec<(Scope, split::AccessPair)>> = BTreeMap::new();
     for scope in scopes {
         let counts = move |k: SyncKind| match scope {
             Scope::SameBlock { warp } => k != SyncKind::Warp || warp == Some(true),
@@ -212,7 +212,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         let segs = split::intervals(&p, &counts);
         let keep = |acc: usize| scope != Scope::CrossBlock || is_global(acc);
         let never_race = |a: &align::Inst, b: &align::Inst| enc.never_race(scope, a, b);
-        for (key, m) in split::meetings(&p, &segs, &keep, &never_race) {
+        for (key, m) in split::access_pairs(&p, &segs, &keep, &never_race) {
             groups.entry(key).or_default().push((scope, m));
         }
     }

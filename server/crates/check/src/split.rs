@@ -8,9 +8,10 @@ use cudarace_ir::{AccessMode, ArrayId};
 use cudarace_solver::Term;
 use std::collections::{HashMap, HashSet};
 
-/// One way two accesses can meet in one barrier interval.
+/// Two accesses that may meet in one barrier interval (one way they can: the same pair of
+/// accesses may meet in several intervals, under other path conditions).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Meeting {
+pub struct AccessPair {
     pub a: Inst,
     pub b: Inst,
     /// Conditions of the path the interval lies on (apply to both threads).
@@ -36,14 +37,14 @@ pub fn intervals(p: &Protocol, counts: Counts) -> Vec<Seg> {
 /// at guards): it is asked once per pair of *index groups* (accesses of one interval to one
 /// array with the same index terms), and its answer is taken for every pair of members. A kernel
 /// that writes `s[tid]` in fifty places has one group, so its 1,275 pairs cost one question.
-pub fn meetings(
+pub fn access_pairs(
     p: &Protocol,
     segs: &[Seg],
     keep_array: &dyn Fn(usize) -> bool,
     never_race: &dyn Fn(&Inst, &Inst) -> bool,
-) -> Vec<((usize, usize), Meeting)> {
-    let mut out: Vec<((usize, usize), Meeting)> = Vec::new();
-    let mut seen: HashSet<((usize, usize), Meeting)> = HashSet::new();
+) -> Vec<((usize, usize), AccessPair)> {
+    let mut out: Vec<((usize, usize), AccessPair)> = Vec::new();
+    let mut seen: HashSet<((usize, usize), AccessPair)> = HashSet::new();
     for seg in segs {
         // Index groups, in order of first appearance; members in interval order.
         let mut group_of: HashMap<(ArrayId, bool, &[Term]), usize> = HashMap::new();
@@ -85,7 +86,7 @@ pub fn meetings(
             }
         }
         // Interval order, as if every pair had been visited: the order decides which of equal
-        // meetings is kept and the order of the disjuncts of a query.
+        // pairs is kept and the order of the disjuncts of a query.
         pairs.sort_unstable();
         for (i, j) in pairs {
             let (x, y) = (&seg.insts[i], &seg.insts[j]);
@@ -94,7 +95,7 @@ pub fn meetings(
                 continue;
             }
             let (a, b) = if x.acc <= y.acc { (x, y) } else { (y, x) };
-            let m = Meeting {
+            let m = AccessPair {
                 a: a.clone(),
                 b: b.clone(),
                 conds: seg.conds.clone(),
