@@ -94,6 +94,8 @@ pub struct GenOptions {
     pub unsigned_wrap: bool,
     /// Statements on a two-dimensional shared tile, also through a row pointer.
     pub tiles: bool,
+    /// A shared index table `p[threadIdx.x] = f(threadIdx.x)` used later as an index.
+    pub tables: bool,
 }
 
 impl Default for GenOptions {
@@ -101,6 +103,7 @@ impl Default for GenOptions {
         GenOptions {
             unsigned_wrap: true,
             tiles: true,
+            tables: true,
         }
     }
 }
@@ -154,6 +157,11 @@ pub fn generate_with(seed: u64, options: &GenOptions) -> GeneratedKernel {
         add_tile_statements(seed, &g.out)
     } else {
         g.out
+    };
+    let text = if options.tables {
+        add_table_statements(seed, &text)
+    } else {
+        text
     };
     GeneratedKernel {
         seed,
@@ -243,6 +251,72 @@ fn add_tile_statements(seed: u64, text: &str) -> String {
         out.push('\n');
         if l.trim_start().starts_with("__shared__ int t[128];") {
             out.push_str("    __shared__ int m[8][16];\n");
+        }
+    }
+    out
+}
+
+/// Inserts an index table `p[threadIdx.x] = f(threadIdx.x)` right after the prologue (injective
+/// or not, sometimes followed by a barrier) and statements that index `s` through it or read it
+/// back at top-level boundaries further on. Cells no thread wrote hold the interpreter's initial
+/// garbage; `& 63` keeps every index inside `s`. A separate random stream decides them.
+fn add_table_statements(seed: u64, text: &str) -> String {
+    let mut rng = Rng::new(seed ^ 0x7461_626c_6574_6162);
+    if !rng.chance(40) {
+        return text.to_string();
+    }
+    const TABLES: [&str; 5] = [
+        "(int)threadIdx.x",
+        "63 - (int)threadIdx.x",
+        "(int)threadIdx.x * 5 % 64",
+        "(int)threadIdx.x / 2",
+        "(int)threadIdx.x + 1",
+    ];
+    const USES: [&str; 5] = [
+        "    s[p[threadIdx.x] & 63] = tid;",
+        "    v += s[p[threadIdx.x] & 63];",
+        "    s[p[(threadIdx.x + 1) % blockDim.x] & 63] = v;",
+        "    v += p[threadIdx.x ^ 1];",
+        "    t[p[threadIdx.x] & 63] += 1;",
+    ];
+    let lines: Vec<&str> = text.lines().collect();
+    let prologue_end = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("int v = h[gid];"))
+        .map_or(lines.len(), |p| p + 1);
+    let boundaries: Vec<usize> = (prologue_end..lines.len())
+        .filter(|&i| {
+            let l = lines[i];
+            (l.starts_with("    ") && !l.starts_with("     ") && !l.trim_start().starts_with('}'))
+                || l == "}"
+        })
+        .collect();
+    let mut table = vec![format!("    p[threadIdx.x] = {};", rng.pick(&TABLES))];
+    if rng.chance(60) {
+        table.push("    __syncthreads();".to_string());
+    }
+    let mut inserts: Vec<(usize, Vec<String>)> = vec![(prologue_end, table)];
+    for _ in 0..rng.range(1, 4) {
+        let mut stmt = vec![rng.pick(&USES).to_string()];
+        if rng.chance(30) {
+            stmt.push("    __syncthreads();".to_string());
+        }
+        inserts.push((*rng.pick(&boundaries), stmt));
+    }
+    let mut out = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        for (at, stmt) in &inserts {
+            if *at == i {
+                for s in stmt {
+                    out.push_str(s);
+                    out.push('\n');
+                }
+            }
+        }
+        out.push_str(l);
+        out.push('\n');
+        if l.trim_start().starts_with("__shared__ int t[128];") {
+            out.push_str("    __shared__ int p[64];\n");
         }
     }
     out
@@ -661,6 +735,7 @@ mod tests {
         let off = GenOptions {
             unsigned_wrap: false,
             tiles: false,
+            tables: false,
         };
         let all_off: String = (0..300).map(|s| generate_with(s, &off).text).collect();
         assert!(!all_off.contains("threadIdx.x - ") && !all_off.contains("tid < blockDim.x - "));
@@ -670,6 +745,7 @@ mod tests {
         let wrap_only = GenOptions {
             unsigned_wrap: true,
             tiles: false,
+            tables: false,
         };
         for seed in 0..300 {
             let (a, b) = (
@@ -681,14 +757,43 @@ mod tests {
     }
 
     #[test]
+    fn tables_only_insert_statements() {
+        let plain = GenOptions {
+            tables: false,
+            ..GenOptions::default()
+        };
+        let mut with_tables = 0;
+        for seed in 0..300 {
+            let (a, b) = (generate(seed).text, generate_with(seed, &plain).text);
+            let mut rest = a.lines();
+            for line in b.lines() {
+                assert!(rest.any(|l| l == line), "seed {seed}: `{line}` lost\n{a}");
+            }
+            if a != b {
+                with_tables += 1;
+                assert!(a.contains("__shared__ int p[64];") && a.contains("p[threadIdx.x] = "));
+            }
+        }
+        assert!((60..=180).contains(&with_tables), "{with_tables} of 300");
+    }
+
+    #[test]
     fn tiles_only_insert_statements() {
         let plain = GenOptions {
             unsigned_wrap: true,
             tiles: false,
+            tables: false,
+        };
+        let tiled = GenOptions {
+            tables: false,
+            ..GenOptions::default()
         };
         let mut with_tiles = 0;
         for seed in 0..300 {
-            let (a, b) = (generate(seed).text, generate_with(seed, &plain).text);
+            let (a, b) = (
+                generate_with(seed, &tiled).text,
+                generate_with(seed, &plain).text,
+            );
             // Every line of the plain kernel appears, in order, in the tiled one.
             let mut rest = a.lines();
             for line in b.lines() {

@@ -129,6 +129,7 @@ fn checker_never_misses_what_the_interpreter_sees() {
     let gen_options = GenOptions {
         unsigned_wrap: env_u64("CUDARACE_DIFF_WRAP", 1) != 0,
         tiles: env_u64("CUDARACE_DIFF_TILES", 1) != 0,
+        tables: env_u64("CUDARACE_DIFF_TABLES", 1) != 0,
     };
     let pool = SolverPool::new(2);
     let mut st = Stats::default();

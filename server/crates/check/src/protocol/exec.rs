@@ -6,7 +6,7 @@ use super::{AccInfo, LoopNode, NextIteration, Node, Protocol, SyncInfo, SyncKind
 use crate::terms::*;
 use cudarace_ir::{
     AccessId, AccessMode, ArrayId, BarrierKind, BinOp, Block, Builtin, Expr, Kernel, LocalId, Loop,
-    LoopKind, ScalarType, Span, Stmt, UnOp,
+    LoopKind, MemSpace, ScalarType, Span, Stmt, UnOp,
 };
 use cudarace_solver::{BitOp, Sort, Term};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -68,6 +68,9 @@ pub fn build(kernel: &Kernel) -> Protocol {
         pow2_vars: HashSet::new(),
         load_tys: HashMap::new(),
         loops: 0,
+        tables: HashMap::new(),
+        write_sites: count_write_sites(&kernel.body),
+        block_barriers: 0,
         acc_wraps: Vec::new(),
         sync_wraps: Vec::new(),
         names: Vec::new(),
@@ -141,6 +144,74 @@ fn scan_written(b: &Block, out: &mut BTreeSet<ArrayId>) {
             Stmt::Opaque(o) => out.extend(o.arrays.iter().copied()),
             _ => {}
         }
+    }
+}
+
+/// How many statements may write each array (an opaque effect counts as two: never "once").
+fn count_write_sites(b: &Block) -> HashMap<ArrayId, usize> {
+    fn walk(b: &Block, out: &mut HashMap<ArrayId, usize>) {
+        for s in b {
+            match s {
+                Stmt::Access(a) if a.mode != AccessMode::Read => {
+                    *out.entry(a.array).or_default() += 1;
+                }
+                Stmt::If {
+                    then_branch,
+                    else_branch,
+                    ..
+                } => {
+                    walk(then_branch, out);
+                    walk(else_branch, out);
+                }
+                Stmt::Loop(l) => {
+                    for blk in [&l.init, &l.cond_effects, &l.body, &l.step] {
+                        walk(blk, out);
+                    }
+                }
+                Stmt::Opaque(o) => {
+                    for a in &o.arrays {
+                        *out.entry(*a).or_default() += 2;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    walk(b, &mut out);
+    out
+}
+
+/// A shared array that every thread of the block writes once, `a[tid.x + offset] = value`,
+/// with `value` a function of its own thread index and of block-uniform values only, and that
+/// nothing else writes. After a barrier all threads pass, reading `a[e]` gives the value thread
+/// `e - offset` stored (issue 3, item 6: index tables built and then used). Sound because the
+/// write is the array's only write and is complete before the barrier; where `e - offset` is not
+/// a thread of the block (or the block is not one-dimensional) the read stays unknown.
+#[derive(Debug, Clone)]
+struct IndexTable {
+    offset: Term,
+    value: Term,
+    /// `block_barriers` when the table was written: reads need a later barrier.
+    written_before: u32,
+}
+
+impl IndexTable {
+    /// The value of `a[e]`: what thread `e - offset` stored, if that is a thread of a 1-D block;
+    /// `unknown` (the load's own fresh value) otherwise.
+    fn read(&self, e: &Term, unknown: Term) -> Term {
+        let writer = sub(e.clone(), self.offset.clone());
+        let dim = |d: &str| Term::Var(format!("blockDim.{d}").into());
+        let is_thread = and(vec![
+            le(int(0), writer.clone()),
+            lt(writer.clone(), dim("x")),
+            eq(dim("y"), int(1)),
+            eq(dim("z"), int(1)),
+        ]);
+        let stored = subst_with(&self.value, &mut |v| {
+            (v == "$tid.x").then(|| writer.clone())
+        });
+        ite(is_thread, stored, unknown)
     }
 }
 
@@ -245,6 +316,12 @@ struct Exec<'k> {
     /// and `p.syncs`).
     acc_wraps: Vec<Wraps>,
     sync_wraps: Vec<Wraps>,
+    /// Shared index tables written once by every thread (see `IndexTable`), by array.
+    tables: HashMap<ArrayId, IndexTable>,
+    /// Write statements per array in the whole kernel (opaque effects count as many).
+    write_sites: HashMap<ArrayId, usize>,
+    /// `__syncthreads()` executed by every thread of the block so far (top level, no exit before).
+    block_barriers: u32,
     /// Loops executed so far (tags of their next-iteration copies, see `NextIteration`).
     loops: u32,
     /// Names of the fresh values by counter id (`names[id - 1]`), so that a loop finds the
@@ -806,6 +883,60 @@ impl<'k> Exec<'k> {
         }
     }
 
+    /// Every thread of the block executes this point once: top level, no condition, no thread
+    /// has left the kernel before it.
+    fn whole_block_here(&self) -> bool {
+        self.loop_depth == 0
+            && self.pc == tru()
+            && !self.dead
+            && self.exits.is_empty()
+            && self.not_exited.is_empty()
+    }
+
+    /// The write `a[index] = value` as an [`IndexTable`], when it is one.
+    fn index_table(
+        &self,
+        array: ArrayId,
+        index: &[Term],
+        value: Option<&Term>,
+        value_ty: Option<CTy>,
+    ) -> Option<IndexTable> {
+        let arr = self.k.arrays.get(array.0 as usize)?;
+        // Static shared arrays only: `extern __shared__` arrays all alias one buffer.
+        if arr.space != MemSpace::Shared
+            || arr.dims.is_empty()
+            || arr.dims.iter().any(Option::is_none)
+            || self.write_sites.get(&array) != Some(&1)
+            || !self.whole_block_here()
+        {
+            return None;
+        }
+        let tid = Term::Var("$tid.x".into());
+        let offset = match index {
+            [i] if *i == tid => int(0),
+            [Term::Add(ts)] if ts.len() == 2 && ts[0] == tid && !thread_varying(&ts[1]) => {
+                ts[1].clone()
+            }
+            _ => return None,
+        };
+        // The value as stored: converted to the element type as C does.
+        let value = self.convert(value?.clone(), value_ty, Self::target_ty(arr.elem));
+        if mentions(&value, &|v| v.starts_with('$') && v != "$tid.x") {
+            return None;
+        }
+        // Only 32- and 64-bit elements, and values in their range: narrower stores truncate.
+        let (_, lo, hi) = type_range(arr.elem);
+        let r = self.range(&value);
+        let fits = matches!(arr.elem, ScalarType::Int { bits, .. } if bits >= 32)
+            && matches!((r.lo, lo), (Some(a), Some(b)) if a >= i128::from(b))
+            && matches!((r.hi, hi), (Some(a), Some(b)) if a <= i128::from(b));
+        fits.then(|| IndexTable {
+            offset,
+            value,
+            written_before: self.block_barriers,
+        })
+    }
+
     fn record_exit(&mut self, span: Span, what: &str) {
         if thread_varying(&self.pc) {
             self.exits.push((
@@ -857,7 +988,22 @@ impl<'k> Exec<'k> {
                     );
                     self.load_tys
                         .insert(a.id, elem.and_then(Self::target_ty).map(CTy::promoted));
+                    let t = match (a.mode, self.tables.get(&a.array), index.as_slice()) {
+                        (AccessMode::Read, Some(table), [e])
+                            if self.block_barriers > table.written_before =>
+                        {
+                            table.read(e, t)
+                        }
+                        _ => t,
+                    };
                     self.loads.insert(a.id, t);
+                } else if let Some(table) = self.index_table(
+                    a.array,
+                    &index,
+                    value.as_ref(),
+                    a.value.as_ref().and_then(|e| self.ty_of(e)),
+                ) {
+                    self.tables.insert(a.array, table);
                 }
                 let mut guard = vec![self.pc.clone()];
                 guard.extend(self.assumed.iter().cloned());
@@ -892,6 +1038,9 @@ impl<'k> Exec<'k> {
                         SyncKind::Warp => self.p.has_warp_sync = true,
                         SyncKind::Grid => self.p.has_grid_sync = true,
                         SyncKind::Block => {}
+                    }
+                    if kind != SyncKind::Warp && self.whole_block_here() {
+                        self.block_barriers += 1;
                     }
                     let cause = self.causes.last().or(self.exits.last()).cloned();
                     self.p.syncs.push(SyncInfo {
