@@ -104,6 +104,22 @@ fn races_through_carried_uniform_values_are_possible() {
 }
 
 #[test]
+fn unknowns_the_witness_does_not_need_leave_it_definite() {
+    // The table read is "what thread e stored, or unknown if e is no thread"; the witness's
+    // threads read slots their neighbours stored, so the unknown branch plays no part.
+    let fs = findings("tables/halving_table_scatter.cu", Verdict::Racy);
+    for f in &fs {
+        assert_eq!(f.confidence, Confidence::Definite, "{f:#?}");
+    }
+    // Through a table written twice, the value read is unknown: possible.
+    let fs = findings("tables/table_written_twice.cu", Verdict::Racy);
+    assert!(
+        fs.iter().all(|f| f.confidence == Confidence::Possible),
+        "{fs:#?}"
+    );
+}
+
+#[test]
 fn unmentioned_dimensions_are_one_in_witnesses() {
     // A 1-D kernel is launched 1-D: its witness has blockDim.y = blockDim.z = 1.
     let fs = findings("intervals/shift_without_barrier.cu", Verdict::Racy);

@@ -334,9 +334,15 @@ impl<'a> Encoder<'a> {
     /// [`Encoder::finish`], also renaming `extra` terms (not asserted) like the query's.
     pub fn finish_with(
         &self,
-        mut main: Vec<Term>,
+        main: Vec<Term>,
         extra: Vec<Term>,
     ) -> (Query, Vec<String>, Vec<Term>) {
+        let f = self.finish_full(main, extra);
+        (f.query, f.reasons, f.extra)
+    }
+
+    /// [`Encoder::finish_with`], also naming the query's unknown values (canonical names).
+    pub fn finish_full(&self, mut main: Vec<Term>, extra: Vec<Term>) -> Finished {
         let mut order: Vec<String> = Vec::new();
         let mut seen = HashSet::new();
         for t in &main {
@@ -360,6 +366,7 @@ impl<'a> Encoder<'a> {
         ranges.extend(self.global_id_lemmas(&main));
         let mut sorts: BTreeMap<String, Sort> = BTreeMap::new();
         let mut reasons: Vec<String> = Vec::new();
+        let mut unknown_names: Vec<String> = Vec::new();
         for d in DIMS {
             sorts.insert(format!("blockDim.{d}"), Sort::Int);
             sorts.insert(format!("gridDim.{d}"), Sort::Int);
@@ -385,6 +392,7 @@ impl<'a> Encoder<'a> {
                     ranges.push(le(v(name.clone()), int(hi)));
                 }
                 if let Some(r) = &info.reason {
+                    unknown_names.push(name.clone());
                     if !reasons.contains(r) {
                         reasons.push(r.clone());
                     }
@@ -429,8 +437,12 @@ impl<'a> Encoder<'a> {
         }
         let report: Vec<String> = vars.keys().cloned().collect();
         let extra = extra.iter().map(rn).collect();
-        (
-            Query {
+        let unknowns = unknown_names
+            .iter()
+            .map(|n| canon.get(n).cloned().unwrap_or_else(|| n.clone()))
+            .collect();
+        Finished {
+            query: Query {
                 vars,
                 assertions,
                 preferred,
@@ -438,8 +450,21 @@ impl<'a> Encoder<'a> {
             },
             reasons,
             extra,
-        )
+            unknowns,
+        }
     }
+}
+
+/// A query with what its findings need to be explained.
+pub struct Finished {
+    pub query: Query,
+    /// Why a finding from it may not happen: the unknown values it involves.
+    pub reasons: Vec<String>,
+    /// The `extra` terms, renamed like the query.
+    pub extra: Vec<Term>,
+    /// The query's unknown values (canonical names): a witness that holds whatever they are
+    /// does not depend on them.
+    pub unknowns: BTreeSet<String>,
 }
 
 fn contains_product(t: &Term, a: &str, b: &str) -> bool {

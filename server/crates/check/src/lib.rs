@@ -106,7 +106,12 @@ enum Item {
         array: String,
         a: Side,
         b: Side,
+        /// Why a finding may not happen: the unknown values of the query…
         reasons: Vec<String>,
+        /// … and reasons that are not values (kept even when the witness needs no unknown).
+        structural: Vec<String>,
+        /// The query's unknown values (canonical names).
+        unknowns: std::collections::BTreeSet<String>,
         /// Per disjunct of the query: the disjunct and thread A's cell in it (for the witness).
         cells: Vec<(Term, Vec<Term>)>,
         same_value: Option<i64>,
@@ -308,7 +313,12 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             ));
         }
         let n_disj = disjuncts.len();
-        let (q, mut reasons, extra) = enc.finish_with(vec![terms::or(disjuncts)], extra);
+        let encode::Finished {
+            query: q,
+            reasons,
+            extra,
+            unknowns,
+        } = enc.finish_full(vec![terms::or(disjuncts)], extra);
         let witness_cells: Vec<(Term, Vec<Term>)> = (0..n_disj)
             .map(|i| {
                 let start = n_disj + i * arity;
@@ -321,8 +331,9 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
                 )
             })
             .collect();
+        let mut structural = Vec::new();
         if unrelated {
-            reasons.push(
+            structural.push(
                 "a flat and a per-dimension index of the array that could not be related".into(),
             );
         }
@@ -346,6 +357,8 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
                 mode: xb.mode,
             },
             reasons,
+            structural,
+            unknowns,
             cells: witness_cells,
             same_value,
         });
@@ -426,6 +439,8 @@ fn race_finding(
         a,
         b,
         reasons,
+        structural,
+        unknowns,
         cells,
         same_value,
     } = item
@@ -436,6 +451,12 @@ fn race_finding(
         .iter()
         .find(|(d, _)| witness::eval_bool(d, model) == Some(true))
         .or(cells.first());
+    // The witness needs no unknown value when its way of meeting holds whatever they are (an
+    // unknown only on a branch the witness does not take, e.g. an index table's "no thread
+    // wrote this slot").
+    let independent = chosen.is_some_and(|(d, _)| witness::holds_for_any(d, model, unknowns));
+    let mut reasons: Vec<String> = if independent { vec![] } else { reasons.clone() };
+    reasons.extend(structural.iter().cloned());
     // Loop variables only from the way the pair meets (other disjuncts' variables are
     // unconstrained in the model and would show values outside their loops).
     let mut in_disjunct = std::collections::BTreeSet::new();
@@ -474,7 +495,7 @@ fn race_finding(
             " (both store the same value {v}; still a race in the CUDA memory model)"
         ));
     }
-    let (confidence, confidence_reason) = confidence(reasons, may_sync);
+    let (confidence, confidence_reason) = confidence(&reasons, may_sync);
     Some(Finding {
         kind: FindingKind::DataRace,
         array: Some(array.clone()),

@@ -2,7 +2,7 @@
 
 use cudarace_ir::Witness;
 use cudarace_solver::{BitOp, Term};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 fn dim(d: &str) -> Option<usize> {
     match d {
@@ -187,9 +187,141 @@ fn eval_bool_opt(t: &Term, m: &BTreeMap<String, i64>) -> Option<bool> {
     }
 }
 
+/// Does `t` hold under the model whatever the values of `unknown` are? Three-valued evaluation:
+/// the unknown variables are "any value"; `false && x`, `true || x`, `ite` with a known
+/// condition and the like still decide. `false` when it cannot tell (sound for "definite").
+pub fn holds_for_any(t: &Term, m: &BTreeMap<String, i64>, unknown: &BTreeSet<String>) -> bool {
+    matches!(partial(t, m, unknown), Some(v) if v != 0)
+}
+
+/// The value of `t` (booleans as 0/1) if it does not depend on `unknown`; `None` otherwise or on
+/// an arithmetic error.
+fn partial(t: &Term, m: &BTreeMap<String, i64>, unknown: &BTreeSet<String>) -> Option<i64> {
+    let p = |x: &Term| partial(x, m, unknown);
+    let known = |ts: &[Term]| ts.iter().map(p).collect::<Option<Vec<i64>>>();
+    match t {
+        Term::Var(v) if unknown.contains(&**v) => None,
+        Term::Int(_) | Term::Bool(_) | Term::Var(_) => eval_int(t, m),
+        Term::And(ts) => {
+            let vals: Vec<Option<i64>> = ts.iter().map(p).collect();
+            if vals.contains(&Some(0)) {
+                Some(0)
+            } else if vals.iter().all(Option::is_some) {
+                Some(1)
+            } else {
+                None
+            }
+        }
+        Term::Or(ts) => {
+            let vals: Vec<Option<i64>> = ts.iter().map(p).collect();
+            if vals.iter().any(|v| matches!(v, Some(x) if *x != 0)) {
+                Some(1)
+            } else if vals.iter().all(Option::is_some) {
+                Some(0)
+            } else {
+                None
+            }
+        }
+        Term::Implies(a, b) => match (p(a), p(b)) {
+            (Some(0), _) => Some(1),
+            (_, Some(x)) if x != 0 => Some(1),
+            (Some(_), Some(_)) => Some(0),
+            _ => None,
+        },
+        Term::Not(a) => p(a).map(|x| (x == 0) as i64),
+        Term::Ite(c, a, b) => match p(c) {
+            Some(0) => p(b),
+            Some(_) => p(a),
+            None => match (p(a), p(b)) {
+                (Some(x), Some(y)) if x == y => Some(x),
+                _ => None,
+            },
+        },
+        Term::Mul(ts) => {
+            let vals: Vec<Option<i64>> = ts.iter().map(p).collect();
+            if vals.contains(&Some(0)) {
+                Some(0)
+            } else {
+                vals.into_iter()
+                    .try_fold(1i64, |acc, x| acc.checked_mul(x?))
+            }
+        }
+        // Every other operator needs all its operands: evaluate it on their values.
+        Term::Add(ts) | Term::Bit { args: ts, .. } => {
+            let vals = known(ts)?;
+            let lits: Vec<Term> = vals.into_iter().map(Term::Int).collect();
+            let rebuilt = match t {
+                Term::Add(_) => Term::Add(lits.into()),
+                Term::Bit {
+                    op, width, signed, ..
+                } => Term::Bit {
+                    op: *op,
+                    width: *width,
+                    signed: *signed,
+                    args: lits.into(),
+                },
+                _ => return None,
+            };
+            eval_int(&rebuilt, m)
+        }
+        Term::Sub(a, b)
+        | Term::Div(a, b)
+        | Term::Rem(a, b)
+        | Term::Mod(a, b)
+        | Term::Eq(a, b)
+        | Term::Lt(a, b)
+        | Term::Le(a, b) => {
+            let (x, y) = (Term::Int(p(a)?), Term::Int(p(b)?));
+            let rebuilt = match t {
+                Term::Sub(..) => Term::sub(x, y),
+                Term::Div(..) => Term::Div(x.into(), y.into()),
+                Term::Rem(..) => Term::Rem(x.into(), y.into()),
+                Term::Mod(..) => Term::Mod(x.into(), y.into()),
+                Term::Eq(..) => Term::eq(x, y),
+                Term::Lt(..) => Term::lt(x, y),
+                _ => Term::le(x, y),
+            };
+            eval_int(&rebuilt, m)
+        }
+        Term::Neg(a) => p(a)?.checked_neg(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknowns_on_untaken_branches_do_not_matter() {
+        let m: BTreeMap<String, i64> = [("t".to_string(), 3), ("u".to_string(), 7)].into();
+        let unknown: BTreeSet<String> = ["u".to_string()].into();
+        let t = Term::var("t");
+        let u = Term::var("u");
+        // ite(t < 8, t + 1, u) == 4: the unknown is on the branch not taken.
+        let table = Term::ite(
+            Term::lt(t.clone(), Term::Int(8)),
+            Term::Add(vec![t.clone(), Term::Int(1)].into()),
+            u.clone(),
+        );
+        assert!(holds_for_any(&Term::eq(table, Term::Int(4)), &m, &unknown));
+        // u == 7 holds in the model, but not whatever u is.
+        assert!(!holds_for_any(
+            &Term::eq(u.clone(), Term::Int(7)),
+            &m,
+            &unknown
+        ));
+        // false || (u == 7) depends on u; true || (u == 7) does not.
+        let f = Term::or(vec![Term::Bool(false), Term::eq(u.clone(), Term::Int(7))]);
+        assert!(!holds_for_any(&f, &m, &unknown));
+        let tr = Term::or(vec![
+            Term::eq(t.clone(), Term::Int(3)),
+            Term::eq(u.clone(), Term::Int(7)),
+        ]);
+        assert!(holds_for_any(&tr, &m, &unknown));
+        // 0 * u == 0 whatever u is.
+        let z = Term::eq(Term::Mul(vec![Term::Int(0), u].into()), Term::Int(0));
+        assert!(holds_for_any(&z, &m, &unknown));
+    }
 
     #[test]
     fn model_names_map_to_witness_fields() {
