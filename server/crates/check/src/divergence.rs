@@ -6,16 +6,17 @@
 //! only is the same for both threads and needs no question — except for a grid-wide sync, which
 //! every thread of the grid must reach, so it is also asked about two threads of different blocks.
 
-use crate::encode::{rename, Encoder, Scope};
+use crate::encode::{rename, Encoder, Finished, Scope};
 use crate::protocol::{SyncInfo, SyncKind};
 use crate::terms::*;
-use cudarace_solver::Query;
 
 /// The questions to ask about one barrier (none when its guard is uniform). A `__syncwarp()` is
 /// asked about two lanes of one warp, a `__syncthreads()` about two threads of one block, and a
 /// grid sync about two threads of one block (a thread-dependent guard) and two threads of
 /// different blocks (a guard that varies across blocks: `blockIdx` is uniform only in a block).
-pub fn divergence_queries(enc: &Encoder, s: &SyncInfo) -> Vec<(Query, Vec<String>)> {
+/// Each comes with its question (the `extra` term: the query's formula, renamed like it), for
+/// telling whether a witness depends on the query's unknowns.
+pub fn divergence_queries(enc: &Encoder, s: &SyncInfo) -> Vec<Finished> {
     let mut out = Vec::new();
     if thread_varying(&s.guard) {
         // A full-mask `__syncwarp()` must be reached by every lane of the warp.
@@ -31,7 +32,7 @@ pub fn divergence_queries(enc: &Encoder, s: &SyncInfo) -> Vec<(Query, Vec<String
 }
 
 /// `∃ A ≠ B in `scope`: guard(A) ∧ ¬guard(B)`.
-fn query_in(enc: &Encoder, s: &SyncInfo, scope: Scope) -> (Query, Vec<String>) {
+fn query_in(enc: &Encoder, s: &SyncInfo, scope: Scope) -> Finished {
     let mut parts = vec![
         rename(scope, 'A', &s.facts),
         rename(scope, 'B', &s.facts),
@@ -49,5 +50,6 @@ fn query_in(enc: &Encoder, s: &SyncInfo, scope: Scope) -> (Query, Vec<String>) {
         parts.push(eq(k('A'), k('B')));
     }
     parts.extend(enc.scope_constraints(scope));
-    enc.finish(vec![and(parts)])
+    let question = and(parts);
+    enc.finish_full(vec![question.clone()], vec![question])
 }

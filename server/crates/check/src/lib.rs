@@ -122,6 +122,9 @@ enum Item {
         barrier: &'static str,
         cause: Option<(Span, String)>,
         reasons: Vec<String>,
+        /// The query's formula (canonical names) and its unknown values.
+        question: Term,
+        unknowns: std::collections::BTreeSet<String>,
     },
 }
 
@@ -366,14 +369,16 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
 
     // Divergence.
     for s in &p.syncs {
-        for (q, reasons) in divergence::divergence_queries(&enc, s) {
-            queries.push(q);
+        for f in divergence::divergence_queries(&enc, s) {
+            queries.push(f.query);
             meta.items.push(Item::Divergence {
                 span: s.span,
                 kind: s.kind,
                 barrier: barrier_name(s.kind),
                 cause: s.cause.clone(),
-                reasons,
+                reasons: f.reasons,
+                question: f.extra.into_iter().next().unwrap_or(Term::Bool(false)),
+                unknowns: f.unknowns,
             });
         }
     }
@@ -521,6 +526,8 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
         barrier,
         cause,
         reasons,
+        question,
+        unknowns,
     } = item
     else {
         return None;
@@ -561,6 +568,11 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
                 "the path to this barrier depends on the thread".into()
             },
         },
+    };
+    let reasons: &[String] = if witness::holds_for_any(question, model, unknowns) {
+        &[]
+    } else {
+        reasons
     };
     let (confidence, confidence_reason) = confidence(reasons, &None);
     Some(Finding {
