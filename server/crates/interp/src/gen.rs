@@ -190,19 +190,7 @@ fn add_tile_statements(seed: u64, text: &str) -> String {
         ("threadIdx.x % 4", "threadIdx.x / 4"),
     ];
     let lines: Vec<&str> = text.lines().collect();
-    // Top-level statement starts after the prologue (`int v = h[gid];`): indentation exactly 4,
-    // not a closing brace.
-    let prologue_end = lines
-        .iter()
-        .position(|l| l.trim_start().starts_with("int v = h[gid];"))
-        .map_or(lines.len(), |p| p + 1);
-    let boundaries: Vec<usize> = (prologue_end..lines.len())
-        .filter(|&i| {
-            let l = lines[i];
-            (l.starts_with("    ") && !l.starts_with("     ") && !l.trim_start().starts_with('}'))
-                || l == "}"
-        })
-        .collect();
+    let (_, boundaries) = top_level_boundaries(&lines);
     let mut inserts: Vec<(usize, Vec<String>)> = Vec::new();
     for k in 0..count {
         let at = *rng.pick(&boundaries);
@@ -237,23 +225,7 @@ fn add_tile_statements(seed: u64, text: &str) -> String {
         }
         inserts.push((at, stmt));
     }
-    let mut out = String::new();
-    for (i, l) in lines.iter().enumerate() {
-        for (at, stmt) in &inserts {
-            if *at == i {
-                for s in stmt {
-                    out.push_str(s);
-                    out.push('\n');
-                }
-            }
-        }
-        out.push_str(l);
-        out.push('\n');
-        if l.trim_start().starts_with("__shared__ int t[128];") {
-            out.push_str("    __shared__ int m[8][16];\n");
-        }
-    }
-    out
+    insert_statements(&lines, &inserts, "    __shared__ int m[8][16];")
 }
 
 /// Inserts an index table `p[threadIdx.x] = f(threadIdx.x)` right after the prologue (injective
@@ -280,17 +252,7 @@ fn add_table_statements(seed: u64, text: &str) -> String {
         "    t[p[threadIdx.x] & 63] += 1;",
     ];
     let lines: Vec<&str> = text.lines().collect();
-    let prologue_end = lines
-        .iter()
-        .position(|l| l.trim_start().starts_with("int v = h[gid];"))
-        .map_or(lines.len(), |p| p + 1);
-    let boundaries: Vec<usize> = (prologue_end..lines.len())
-        .filter(|&i| {
-            let l = lines[i];
-            (l.starts_with("    ") && !l.starts_with("     ") && !l.trim_start().starts_with('}'))
-                || l == "}"
-        })
-        .collect();
+    let (prologue_end, boundaries) = top_level_boundaries(&lines);
     let mut table = vec![format!("    p[threadIdx.x] = {};", rng.pick(&TABLES))];
     if rng.chance(60) {
         table.push("    __syncthreads();".to_string());
@@ -303,9 +265,36 @@ fn add_table_statements(seed: u64, text: &str) -> String {
         }
         inserts.push((*rng.pick(&boundaries), stmt));
     }
+    insert_statements(&lines, &inserts, "    __shared__ int p[64];")
+}
+
+/// The line after the prologue (`int v = h[gid];`), and the lines where top-level statements
+/// start after it (indentation exactly 4, not a closing brace) or the kernel ends.
+fn top_level_boundaries(lines: &[&str]) -> (usize, Vec<usize>) {
+    let prologue_end = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("int v = h[gid];"))
+        .map_or(lines.len(), |p| p + 1);
+    let boundaries = (prologue_end..lines.len())
+        .filter(|&i| {
+            let l = lines[i];
+            (l.starts_with("    ") && !l.starts_with("     ") && !l.trim_start().starts_with('}'))
+                || l == "}"
+        })
+        .collect();
+    (prologue_end, boundaries)
+}
+
+/// The kernel with `inserts` (statements before line `at`) and `declaration` after the
+/// `__shared__ int t[128];` line.
+fn insert_statements(
+    lines: &[&str],
+    inserts: &[(usize, Vec<String>)],
+    declaration: &str,
+) -> String {
     let mut out = String::new();
     for (i, l) in lines.iter().enumerate() {
-        for (at, stmt) in &inserts {
+        for (at, stmt) in inserts {
             if *at == i {
                 for s in stmt {
                     out.push_str(s);
@@ -316,7 +305,8 @@ fn add_table_statements(seed: u64, text: &str) -> String {
         out.push_str(l);
         out.push('\n');
         if l.trim_start().starts_with("__shared__ int t[128];") {
-            out.push_str("    __shared__ int p[64];\n");
+            out.push_str(declaration);
+            out.push('\n');
         }
     }
     out
