@@ -9,17 +9,19 @@
 //! byte offset stays the same) and parsed again. Names written without a space on both sides
 //! (`x<w`) are left alone: their kernels stay `unknown`, never wrongly clean.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, Tree};
 
 /// The repaired text when some comparison was misread (`None` when nothing changed).
 pub(crate) fn repair(tree: &Tree, text: &str) -> Option<String> {
     let mut bytes = text.as_bytes().to_vec();
     let mut changed = false;
+    // Declared names per function, computed once (a long kernel may have many bounds checks).
+    let mut declared: HashMap<usize, HashSet<&str>> = HashMap::new();
     let mut stack = vec![tree.root_node()];
     while let Some(n) = stack.pop() {
         if n.kind() == "template_function" {
-            if let Some((open, close)) = misread_comparison(n, text) {
+            if let Some((open, close)) = misread_comparison(n, text, &mut declared) {
                 bytes[open] = b'(';
                 bytes[close] = b')';
                 changed = true;
@@ -36,7 +38,11 @@ pub(crate) fn repair(tree: &Tree, text: &str) -> Option<String> {
 
 /// For a template-id `name<…>` whose name is a variable of the enclosing function and is
 /// written ` name <`: the byte offsets of the spaces before and after the name.
-fn misread_comparison(n: Node, text: &str) -> Option<(usize, usize)> {
+fn misread_comparison<'t>(
+    n: Node,
+    text: &'t str,
+    declared: &mut HashMap<usize, HashSet<&'t str>>,
+) -> Option<(usize, usize)> {
     let name = n.child_by_field_name("name")?;
     if name.kind() != "identifier" {
         return None;
@@ -53,7 +59,9 @@ fn misread_comparison(n: Node, text: &str) -> Option<(usize, usize)> {
     }
     let func = enclosing_function(n)?;
     let ident = text.get(s..e)?;
-    declared_variables(func, text)
+    declared
+        .entry(func.id())
+        .or_insert_with(|| declared_variables(func, text))
         .contains(ident)
         .then_some((s - 1, e))
 }
