@@ -69,6 +69,8 @@ pub fn build(kernel: &Kernel) -> Protocol {
         load_tys: HashMap::new(),
         loops: 0,
         tables: HashMap::new(),
+        epochs: Epochs::of(&kernel.body),
+        epoch: None,
         write_sites: count_write_sites(&kernel.body),
         block_barriers: 0,
         acc_wraps: Vec::new(),
@@ -78,7 +80,15 @@ pub fn build(kernel: &Kernel) -> Protocol {
         not_exited: Vec::new(),
     };
     let mut root = Vec::new();
-    ex.exec_block(&kernel.body, &mut root);
+    // The top level, statement by statement, so that loads know their epoch (see `Epochs`).
+    for (i, stmt) in kernel.body.iter().enumerate() {
+        if ex.dead {
+            break;
+        }
+        ex.epoch = ex.epochs.of_stmt.get(i).copied();
+        ex.exec_stmt(stmt, &mut root);
+    }
+    ex.epoch = None;
     ex.p.root = root;
     for (a, w) in ex.p.accs.iter_mut().zip(std::mem::take(&mut ex.acc_wraps)) {
         a.guard = w.conjoin(std::mem::replace(&mut a.guard, tru()));
@@ -148,8 +158,8 @@ fn scan_written(b: &Block, out: &mut BTreeSet<ArrayId>) {
 }
 
 /// How many statements may write each array (an opaque effect counts as two: never "once").
-fn count_write_sites(b: &Block) -> HashMap<ArrayId, usize> {
-    fn walk(b: &Block, out: &mut HashMap<ArrayId, usize>) {
+fn count_write_sites(b: &[Stmt]) -> HashMap<ArrayId, usize> {
+    fn walk(b: &[Stmt], out: &mut HashMap<ArrayId, usize>) {
         for s in b {
             match s {
                 Stmt::Access(a) if a.mode != AccessMode::Read => {
@@ -180,6 +190,60 @@ fn count_write_sites(b: &Block) -> HashMap<ArrayId, usize> {
     let mut out = HashMap::new();
     walk(b, &mut out);
     out
+}
+
+/// The kernel's top level cut by the barriers every thread passes: a `__syncthreads()` or grid
+/// sync directly in the kernel body, before any statement that may `return`. Two accesses in
+/// different epochs are in different barrier intervals.
+#[derive(Debug, Default)]
+struct Epochs {
+    /// Epoch of each top-level statement.
+    of_stmt: Vec<u32>,
+    /// (array, epoch) of every statement that may write the array (opaque effects included).
+    writes: HashSet<(ArrayId, u32)>,
+}
+
+impl Epochs {
+    fn of(body: &Block) -> Epochs {
+        let mut e = Epochs::default();
+        let mut epoch = 0u32;
+        let mut cut = true;
+        for s in body {
+            e.of_stmt.push(epoch);
+            match s {
+                Stmt::Barrier(b) if cut && !matches!(b.kind, BarrierKind::Warp { .. }) => {
+                    epoch += 1;
+                }
+                _ => {
+                    for (a, _) in count_write_sites(std::slice::from_ref(s)) {
+                        e.writes.insert((a, epoch));
+                    }
+                    // After a possible exit, later barriers may not be passed by every thread.
+                    if contains_exit(s) {
+                        cut = false;
+                    }
+                }
+            }
+        }
+        e
+    }
+}
+
+fn contains_exit(s: &Stmt) -> bool {
+    match s {
+        Stmt::Return { .. } => true,
+        Stmt::If {
+            then_branch,
+            else_branch,
+            ..
+        } => then_branch.iter().chain(else_branch).any(contains_exit),
+        Stmt::Loop(l) => [&l.init, &l.cond_effects, &l.body, &l.step]
+            .into_iter()
+            .flatten()
+            .any(contains_exit),
+        Stmt::Opaque(o) => o.may_sync,
+        _ => false,
+    }
 }
 
 /// A shared array that every thread of the block writes once, `a[tid.x + offset] = value`,
@@ -316,6 +380,10 @@ struct Exec<'k> {
     /// and `p.syncs`).
     acc_wraps: Vec<Wraps>,
     sync_wraps: Vec<Wraps>,
+    /// Top-level barrier epochs of the kernel, and the epoch of the top-level statement being
+    /// executed (`None` outside that walk).
+    epochs: Epochs,
+    epoch: Option<u32>,
     /// Shared index tables written once by every thread (see `IndexTable`), by array.
     tables: HashMap<ArrayId, IndexTable>,
     /// Write statements per array in the whole kernel (opaque effects count as many).
@@ -883,6 +951,23 @@ impl<'k> Exec<'k> {
         }
     }
 
+    /// Do all threads of a block that read one cell of `array` here read the same value? Yes for
+    /// a static shared array that no statement of the current epoch writes (NOTES.md: uniform
+    /// unless written in the same barrier interval): every write is then separated from the
+    /// reads by a barrier all threads pass, so they all read what the earlier intervals left
+    /// (the usual `if (tid == 0) flag = …; __syncthreads(); if (flag) …`). Not for
+    /// `extern __shared__` arrays (they alias one buffer) nor global memory (other blocks).
+    fn broadcast_read(&self, array: ArrayId) -> bool {
+        let Some(epoch) = self.epoch else {
+            return false;
+        };
+        self.k.arrays.get(array.0 as usize).is_some_and(|arr| {
+            arr.space == MemSpace::Shared
+                && arr.dims.iter().all(Option::is_some)
+                && !self.epochs.writes.contains(&(array, epoch))
+        })
+    }
+
     /// Every thread of the block executes this point once: top level, no condition, no thread
     /// has left the kernel before it.
     fn whole_block_here(&self) -> bool {
@@ -966,8 +1051,10 @@ impl<'k> Exec<'k> {
                 let index: Vec<Term> = index.into_iter().map(|t| self.to_int(t)).collect();
                 let value = a.value.as_ref().map(|e| self.eval(e));
                 if a.mode != AccessMode::Write {
-                    let varying =
-                        index.iter().any(thread_varying) || self.p.written.contains(&a.array);
+                    let varying = index.iter().any(thread_varying)
+                        || a.mode == AccessMode::Atomic
+                        || (self.p.written.contains(&a.array) && !self.broadcast_read(a.array));
+                    // (see `broadcast_read`)
                     let name = self
                         .k
                         .arrays
