@@ -59,6 +59,7 @@ pub fn build(kernel: &Kernel) -> Protocol {
         nonuniform_ctl: 0,
         assigned_nonuniform: HashSet::new(),
         returned_in_loop: false,
+        skipped_rest: false,
         left_nonuniform: false,
         returned_nonuniform: false,
         loop_depth: 0,
@@ -72,7 +73,6 @@ pub fn build(kernel: &Kernel) -> Protocol {
         epochs: Epochs::of(&kernel.body),
         epoch: None,
         write_sites: count_write_sites(&kernel.body),
-        block_barriers: 0,
         acc_wraps: Vec::new(),
         sync_wraps: Vec::new(),
         names: Vec::new(),
@@ -256,8 +256,8 @@ fn contains_exit(s: &Stmt) -> bool {
 struct IndexTable {
     offset: Term,
     value: Term,
-    /// `block_barriers` when the table was written: reads need a later barrier.
-    written_before: u32,
+    /// The epoch of the write (see `Epochs`): reads in a later epoch see the whole table.
+    written_in: u32,
 }
 
 impl IndexTable {
@@ -361,6 +361,9 @@ struct Exec<'k> {
     /// Locals assigned under thread-dependent control in the current loop body.
     assigned_nonuniform: HashSet<LocalId>,
     returned_in_loop: bool,
+    /// A `continue` or `break` ended some path in the statement being executed: threads on it
+    /// skip the rest of the loop body, yet keep running (see `exec_block`).
+    skipped_rest: bool,
     /// A thread-dependent `break`/`return` left the innermost loop: later iterations' barriers
     /// are not reached by every thread.
     left_nonuniform: bool,
@@ -388,8 +391,6 @@ struct Exec<'k> {
     tables: HashMap<ArrayId, IndexTable>,
     /// Write statements per array in the whole kernel (opaque effects count as many).
     write_sites: HashMap<ArrayId, usize>,
-    /// `__syncthreads()` executed by every thread of the block so far (top level, no exit before).
-    block_barriers: u32,
     /// Loops executed so far (tags of their next-iteration copies, see `NextIteration`).
     loops: u32,
     /// Names of the fresh values by counter id (`names[id - 1]`), so that a loop finds the
@@ -942,12 +943,30 @@ impl<'k> Exec<'k> {
         }
     }
 
-    fn exec_block(&mut self, b: &Block, out: &mut Vec<Node>) {
-        for s in b {
+    fn exec_block(&mut self, b: &[Stmt], out: &mut Vec<Node>) {
+        for (i, s) in b.iter().enumerate() {
             if self.dead {
                 return;
             }
+            let outer = std::mem::replace(&mut self.skipped_rest, false);
             self.exec_stmt(s, out);
+            let skipped = self.skipped_rest;
+            self.skipped_rest = outer || skipped;
+            // Some path took a `continue`/`break`: the rest of the block runs only on the paths
+            // that did not, a branch on the path condition. Barriers in it are then seen as
+            // skippable by the threads that left (they go on to the next iteration or past the
+            // loop without them), and accesses in it stay with those barriers.
+            if skipped && !self.dead && i + 1 < b.len() {
+                let cond = self.pc.clone();
+                let mut rest = Vec::new();
+                self.exec_block(&b[i + 1..], &mut rest);
+                out.push(Node::Branch {
+                    cond,
+                    then_branch: rest,
+                    else_branch: vec![],
+                });
+                return;
+            }
         }
     }
 
@@ -1015,10 +1034,11 @@ impl<'k> Exec<'k> {
         let fits = matches!(arr.elem, ScalarType::Int { bits, .. } if bits >= 32)
             && matches!((r.lo, lo), (Some(a), Some(b)) if a >= i128::from(b))
             && matches!((r.hi, hi), (Some(a), Some(b)) if a <= i128::from(b));
-        fits.then(|| IndexTable {
+        let written_in = self.epoch?;
+        fits.then_some(IndexTable {
             offset,
             value,
-            written_before: self.block_barriers,
+            written_in,
         })
     }
 
@@ -1077,7 +1097,7 @@ impl<'k> Exec<'k> {
                         .insert(a.id, elem.and_then(Self::target_ty).map(CTy::promoted));
                     let t = match (a.mode, self.tables.get(&a.array), index.as_slice()) {
                         (AccessMode::Read, Some(table), [e])
-                            if self.block_barriers > table.written_before =>
+                            if self.epoch.is_some_and(|e| e > table.written_in) =>
                         {
                             table.read(e, t)
                         }
@@ -1125,9 +1145,6 @@ impl<'k> Exec<'k> {
                         SyncKind::Warp => self.p.has_warp_sync = true,
                         SyncKind::Grid => self.p.has_grid_sync = true,
                         SyncKind::Block => {}
-                    }
-                    if kind != SyncKind::Warp && self.whole_block_here() {
-                        self.block_barriers += 1;
                     }
                     let cause = self.causes.last().or(self.exits.last()).cloned();
                     self.p.syncs.push(SyncInfo {
@@ -1242,10 +1259,12 @@ impl<'k> Exec<'k> {
                 if thread_varying(&self.pc) {
                     self.left_nonuniform = true;
                 }
+                self.skipped_rest = true;
                 self.dead = true;
             }
             Stmt::Continue { span } => {
                 self.record_exit(*span, "skip the rest of the iteration");
+                self.skipped_rest = true;
                 self.dead = true;
             }
             Stmt::Assume { cond, .. } => {
@@ -1376,6 +1395,7 @@ impl<'k> Exec<'k> {
         let (accs0, syncs0, exits0) = (self.p.accs.len(), self.p.syncs.len(), self.exits.len());
         let assumed0 = self.assumed.len();
         let not_exited0 = self.not_exited.len();
+        let saved_skip = std::mem::replace(&mut self.skipped_rest, false);
         let saved_ctl = (
             self.nonuniform_ctl,
             std::mem::take(&mut self.assigned_nonuniform),
@@ -1394,6 +1414,7 @@ impl<'k> Exec<'k> {
             self.nonuniform_ctl = 0;
             self.assigned_nonuniform.clear();
             self.returned_in_loop = false;
+            self.skipped_rest = false;
             self.left_nonuniform = false;
             self.returned_nonuniform = false;
             let id_start = self.counter + 1;
@@ -1702,6 +1723,7 @@ impl<'k> Exec<'k> {
                 self.assigned_nonuniform.extend(assigned.iter().copied());
             }
             self.returned_in_loop = saved_ctl.2 || returned;
+            self.skipped_rest = saved_skip;
             self.left_nonuniform = saved_ctl.3 || returned_nonuniform;
             self.returned_nonuniform = saved_ctl.4 || returned_nonuniform;
             self.dead = false;
