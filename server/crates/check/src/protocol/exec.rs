@@ -15,6 +15,11 @@ use std::sync::Arc;
 /// Values larger than this many term nodes are not tracked (see `Exec::set_local`).
 const MAX_TERM_SIZE: usize = 4000;
 
+/// How deeply the rests of blocks after `continue`/`break` are nested as branches (see
+/// `exec_block`); past it, barriers are taken to order nothing, so that a long run of
+/// `if (…) continue;` cannot make the recursion here and in aligning arbitrarily deep.
+const MAX_SKIP_NESTING: u32 = 64;
+
 fn term_size_exceeds(t: &Term, limit: usize) -> bool {
     fn count(t: &Term, budget: &mut usize) -> bool {
         if *budget == 0 {
@@ -60,6 +65,8 @@ pub fn build(kernel: &Kernel) -> Protocol {
         assigned_nonuniform: HashSet::new(),
         returned_in_loop: false,
         skipped_rest: false,
+        skip_nesting: 0,
+        barriers_unordered: false,
         left_nonuniform: false,
         returned_nonuniform: false,
         loop_depth: 0,
@@ -364,6 +371,10 @@ struct Exec<'k> {
     /// A `continue` or `break` ended some path in the statement being executed: threads on it
     /// skip the rest of the loop body, yet keep running (see `exec_block`).
     skipped_rest: bool,
+    /// Branches made by `exec_block` around the rests of blocks, enclosing this point.
+    skip_nesting: u32,
+    /// Past `MAX_SKIP_NESTING`: the barriers of the current loop body order nothing.
+    barriers_unordered: bool,
     /// A thread-dependent `break`/`return` left the innermost loop: later iterations' barriers
     /// are not reached by every thread.
     left_nonuniform: bool,
@@ -957,9 +968,16 @@ impl<'k> Exec<'k> {
             // skippable by the threads that left (they go on to the next iteration or past the
             // loop without them), and accesses in it stay with those barriers.
             if skipped && !self.dead && i + 1 < b.len() {
+                if self.skip_nesting >= MAX_SKIP_NESTING {
+                    // Sound without the branch: the barriers that follow count as none.
+                    self.barriers_unordered = true;
+                    continue;
+                }
                 let cond = self.pc.clone();
                 let mut rest = Vec::new();
+                self.skip_nesting += 1;
                 self.exec_block(&b[i + 1..], &mut rest);
+                self.skip_nesting -= 1;
                 out.push(Node::Branch {
                     cond,
                     then_branch: rest,
@@ -1159,7 +1177,15 @@ impl<'k> Exec<'k> {
                         not_exited: and(self.not_exited.clone()),
                     });
                     self.sync_wraps.push(Wraps::default());
-                    out.push(Node::Sync(self.p.syncs.len() - 1));
+                    if self.barriers_unordered {
+                        // Findings that a real barrier may prevent are then possible.
+                        self.p.may_sync.push(b.span);
+                    }
+                    out.push(if self.barriers_unordered {
+                        Node::MaybeSync(b.span)
+                    } else {
+                        Node::Sync(self.p.syncs.len() - 1)
+                    });
                 }
             }
             Stmt::If {
@@ -1396,6 +1422,7 @@ impl<'k> Exec<'k> {
         let assumed0 = self.assumed.len();
         let not_exited0 = self.not_exited.len();
         let saved_skip = std::mem::replace(&mut self.skipped_rest, false);
+        let saved_unordered = self.barriers_unordered;
         let saved_ctl = (
             self.nonuniform_ctl,
             std::mem::take(&mut self.assigned_nonuniform),
@@ -1415,6 +1442,7 @@ impl<'k> Exec<'k> {
             self.assigned_nonuniform.clear();
             self.returned_in_loop = false;
             self.skipped_rest = false;
+            self.barriers_unordered = saved_unordered;
             self.left_nonuniform = false;
             self.returned_nonuniform = false;
             let id_start = self.counter + 1;
@@ -1724,6 +1752,7 @@ impl<'k> Exec<'k> {
             }
             self.returned_in_loop = saved_ctl.2 || returned;
             self.skipped_rest = saved_skip;
+            self.barriers_unordered = saved_unordered;
             self.left_nonuniform = saved_ctl.3 || returned_nonuniform;
             self.returned_nonuniform = saved_ctl.4 || returned_nonuniform;
             self.dead = false;
