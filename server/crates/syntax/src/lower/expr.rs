@@ -103,6 +103,90 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
     }
 
+    /// The C integer type of a lowered expression after promotion, where the front end knows it
+    /// (as the checker's `ty_of` computes it). `auto` declarations take it; `None` for floats,
+    /// unknowns and loads.
+    pub fn c_type_of(&self, e: &Expr) -> Option<ScalarType> {
+        let int = |bits: u8, signed: bool| Some(ScalarType::Int { bits, signed });
+        let promoted = |t: Option<ScalarType>| match t {
+            Some(ScalarType::Int { bits, .. }) if bits < 32 => int(32, true),
+            Some(ScalarType::Bool) => int(32, true),
+            Some(t @ ScalarType::Int { .. }) => Some(t),
+            _ => None,
+        };
+        let common = |a: Option<ScalarType>, b: Option<ScalarType>| match (promoted(a), promoted(b))
+        {
+            (
+                Some(ScalarType::Int {
+                    bits: ab,
+                    signed: asg,
+                }),
+                Some(ScalarType::Int {
+                    bits: bb,
+                    signed: bsg,
+                }),
+            ) => {
+                if asg == bsg {
+                    int(ab.max(bb), asg)
+                } else {
+                    let (sb, ub) = if asg { (ab, bb) } else { (bb, ab) };
+                    if ub >= sb {
+                        int(ub, false)
+                    } else {
+                        int(sb, true)
+                    }
+                }
+            }
+            _ => None,
+        };
+        match e {
+            Expr::Int(v) => int(if i32::try_from(*v).is_ok() { 32 } else { 64 }, true),
+            Expr::Bool(_) => int(32, true),
+            Expr::Float(_) | Expr::Unknown(_) | Expr::Load(_) => None,
+            Expr::Builtin(Builtin::WarpSize) => int(32, true),
+            Expr::Builtin(_) => int(32, false),
+            Expr::Param(p) => promoted(self.k.params.get(p.0 as usize).map(|p| p.ty)),
+            Expr::Local(l) => promoted(self.k.locals.get(l.0 as usize).map(|l| l.ty)),
+            Expr::Unary(UnOp::Not, _) => int(32, true),
+            Expr::Unary(_, a) => promoted(self.c_type_of(a)),
+            Expr::Binary(op, a, b) => match op {
+                BinOp::Lt
+                | BinOp::Le
+                | BinOp::Gt
+                | BinOp::Ge
+                | BinOp::Eq
+                | BinOp::Ne
+                | BinOp::And
+                | BinOp::Or => int(32, true),
+                BinOp::Shl | BinOp::Shr => promoted(self.c_type_of(a)),
+                _ => common(self.c_type_of(a), self.c_type_of(b)),
+            },
+            Expr::Ite(_, a, b) => common(self.c_type_of(a), self.c_type_of(b)),
+            Expr::Cast(ty, _) => promoted(Some(*ty)),
+        }
+    }
+
+    /// `value` as a value of the declared type `ty` (a `const int tid = threadIdx.x` is an `int`:
+    /// `tid < n` compares signed). Only integer conversions that change the type are written.
+    pub fn converted(&self, ty: ScalarType, value: Expr) -> Expr {
+        match ty {
+            ScalarType::Int { .. } => {
+                let promoted_ty = match ty {
+                    ScalarType::Int { bits, .. } if bits < 32 => ScalarType::INT,
+                    t => t,
+                };
+                match self.c_type_of(&value) {
+                    Some(t) if t == ty || (t == promoted_ty && ty == promoted_ty) => value,
+                    Some(_) => Expr::Cast(ty, Box::new(value)),
+                    // Unknown type (loads, floats): the checker converts by the declared type
+                    // only where it knows the source type, so nothing is lost by the cast.
+                    None => value,
+                }
+            }
+            _ => value,
+        }
+    }
+
     fn is_bool_local(&self, e: &Expr) -> bool {
         match e {
             Expr::Local(l) => self

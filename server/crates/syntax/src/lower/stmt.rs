@@ -764,7 +764,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                     self.declare_object(&class, &name, key, init, decl, nspan);
                 }
                 Shape::Scalar => {
-                    let ty = types::scalar_type(&ty_text);
+                    let declared = types::scalar_type(&ty_text);
+                    let is_auto = types::is_auto(&ty_text);
                     let v = init.map(|i| self.init_value(i));
                     // An object of a class of the file that is not modelled member by member:
                     // its constructor (run after its arguments) is not inlined.
@@ -807,6 +808,13 @@ impl<'a, 't> Lowerer<'a, 't> {
                             false,
                         ),
                     };
+                    // `auto` takes the initializer's type (`auto i = blockIdx.x * blockDim.x +
+                    // threadIdx.x` is unsigned); other declarations convert to their type.
+                    let ty = if is_auto {
+                        self.c_type_of(&value).unwrap_or(declared)
+                    } else {
+                        declared
+                    };
                     let assigned = self
                         .frames
                         .last()
@@ -816,6 +824,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                         && !expr_has_local(&value)
                         && !matches!(value, Expr::Unknown(_))
                     {
+                        let value = self.converted(ty, value);
                         self.bind(&name, Binding::Value(value));
                         continue;
                     }

@@ -51,6 +51,17 @@ pub(crate) fn scalar_type(type_text: &str) -> ScalarType {
     ScalarType::Other
 }
 
+/// Whether a declaration's type is `auto` (with qualifiers): its type is its initializer's.
+pub(crate) fn is_auto(type_text: &str) -> bool {
+    let mut words = type_text.split_whitespace().filter(|w| {
+        !matches!(
+            *w,
+            "const" | "volatile" | "static" | "register" | "constexpr"
+        )
+    });
+    words.next() == Some("auto") && words.next().is_none()
+}
+
 /// Size in bytes of an element type (for pointer casts), if known.
 ///
 /// Types of unknown size (template parameters, structs) get a negative pseudo size derived from
