@@ -11,8 +11,10 @@ use std::path::PathBuf;
 )]
 pub struct Cli {
     /// Log filter for messages on stderr (`error`, `warn`, `info`, `debug`, `trace`, or
-    /// tracing's `target=level` syntax). Default: the `CUDARACE_LOG` variable, else `warn`
-    /// (without the solver pool's per-query timeout warnings).
+    /// tracing's `target=level` syntax). Default: the `CUDARACE_LOG` variable, else for `check`
+    /// `warn` (without the solver pool's per-query timeout warnings), for `lsp` the `RUST_LOG`
+    /// variable, else `info` (one line per checked document; the editor's `logLevel` setting
+    /// changes it while the server runs).
     #[arg(long, global = true, value_name = "FILTER")]
     pub log_level: Option<String>,
 
@@ -32,7 +34,15 @@ pub enum Command {
     /// 2 on usage or I/O errors and invalid configuration files.
     Check(CheckArgs),
     /// Run the language server on stdin/stdout.
-    Lsp,
+    Lsp(LspArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LspArgs {
+    /// Accepted and ignored: the server always speaks LSP on stdin/stdout. Many clients pass it
+    /// (vscode-languageclient with `TransportKind.stdio`, among others).
+    #[arg(long)]
+    pub stdio: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

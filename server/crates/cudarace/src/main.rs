@@ -46,7 +46,8 @@ fn main() -> ExitCode {
         }
         // The server sets up its own logging (its level follows the editor's settings); it reads
         // `CUDARACE_LOG`, so the flag is passed on through it. No other thread runs yet.
-        Command::Lsp => {
+        // `--stdio` is the only transport there is: accepted for clients that pass it.
+        Command::Lsp(_) => {
             if let Some(level) = &cli.log_level {
                 std::env::set_var("CUDARACE_LOG", level);
             }

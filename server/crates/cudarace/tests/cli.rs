@@ -295,17 +295,51 @@ fn lsp_message(body: &str) -> String {
 
 #[test]
 fn lsp_subcommand_speaks_the_protocol_on_stdio() {
+    let stderr = lsp_session(&["lsp"]);
+    // `cudarace lsp --help` says the server logs at `info` by default.
+    assert!(stderr.contains(" INFO "), "{stderr}");
+}
+
+/// vscode-languageclient (`TransportKind.stdio`) and other clients append `--stdio`.
+#[test]
+fn lsp_accepts_the_stdio_flag() {
+    lsp_session(&["lsp", "--stdio"]);
+}
+
+#[test]
+fn lsp_help_states_the_default_log_level() {
+    let out = run(&["lsp", "--help"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let help = stdout(&out);
+    assert!(help.contains("--stdio"), "{help}");
+    assert!(
+        help.contains("for `lsp` the `RUST_LOG` variable, else `info`"),
+        "{help}"
+    );
+}
+
+/// Starts the server with `args`, initializes it, opens a racy document, waits for its
+/// diagnostics, shuts it down; returns its stderr.
+fn lsp_session(args: &[&str]) -> String {
     use std::io::{Read, Write};
     use std::process::Stdio;
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
     let mut child = Command::new(env!("CARGO_BIN_EXE_cudarace"))
-        .arg("lsp")
+        .args(args)
+        .env_remove("CUDARACE_LOG")
+        .env_remove("RUST_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("the cudarace binary runs");
+    let mut err = child.stderr.take().unwrap();
+    let stderr_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
     // Read on a thread so that a server that does not answer fails the test instead of hanging it.
     let mut stdout = child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel::<Vec<u8>>();
@@ -330,18 +364,32 @@ fn lsp_subcommand_speaks_the_protocol_on_stdio() {
     };
     let mut stdin = child.stdin.take().unwrap();
     let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"rootUri":null,"capabilities":{}}}"#;
-    stdin.write_all(lsp_message(initialize).as_bytes()).unwrap();
-    stdin.flush().unwrap();
-    let answered = read_until("\"capabilities\"", &mut out);
+    // A closed pipe here means the server exited at once (a rejected argument, say).
+    let written = stdin
+        .write_all(lsp_message(initialize).as_bytes())
+        .and_then(|()| stdin.flush());
+    let answered = written.is_ok() && read_until("\"capabilities\"", &mut out);
     if !answered {
         let _ = child.kill();
-        panic!("no answer to `initialize`: {out}");
+        let _ = child.wait();
+        panic!(
+            "no answer to `initialize` from `cudarace {}`: {out}\nstderr: {}",
+            args.join(" "),
+            stderr_reader.join().unwrap()
+        );
     }
     assert!(out.starts_with("Content-Length:"), "{out}");
     let mut rest = String::new();
     rest += &lsp_message(r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#);
-    rest += &lsp_message(r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#);
+    rest += &lsp_message(
+        r#"{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":{"uri":"file:///tmp/cli-lsp.cu","languageId":"cuda-cpp","version":1,"text":"__global__ void k(int *a) {\n  a[threadIdx.x % 2] = 1;\n}\n"}}}"#,
+    );
     stdin.write_all(rest.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let published = read_until("data-race", &mut out);
+    stdin
+        .write_all(lsp_message(r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#).as_bytes())
+        .unwrap();
     stdin.flush().unwrap();
     let shut_down = read_until("\"id\":2", &mut out);
     stdin
@@ -359,6 +407,12 @@ fn lsp_subcommand_speaks_the_protocol_on_stdio() {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    let stderr = stderr_reader.join().unwrap();
+    assert!(
+        published,
+        "no data-race diagnostic: {out}\nstderr: {stderr}"
+    );
     assert!(shut_down, "no answer to `shutdown`: {out}");
     assert!(status.success(), "{status:?}: {out}");
+    stderr
 }
