@@ -84,6 +84,7 @@ pub fn build(kernel: &Kernel) -> Protocol {
         sync_wraps: Vec::new(),
         names: Vec::new(),
         assumed: Vec::new(),
+        value_guards: Vec::new(),
         not_exited: Vec::new(),
     };
     let mut root = Vec::new();
@@ -412,6 +413,10 @@ struct Exec<'k> {
     /// `__assume`/`__requires`/`assert` seen so far, each as `path condition ⇒ cond`: facts
     /// about the thread's values that guard every later access and barrier.
     assumed: Vec<Term>,
+    /// Conditions under which the subexpression being evaluated is evaluated at all (the
+    /// taken side of `c ? a : b`, the right operand of `&&`/`||`): a division there traps only
+    /// when they hold.
+    value_guards: Vec<Term>,
 }
 
 impl<'k> Exec<'k> {
@@ -608,7 +613,18 @@ impl<'k> Exec<'k> {
                 let (ta, tb) = (self.ty_of(a), self.ty_of(b));
                 let common = CTy::common(ta, tb);
                 let a = self.eval(a);
-                let b = self.eval(b);
+                // `a && b` evaluates `b` only where `a` holds, `a || b` only where it fails.
+                let b = match op {
+                    BinOp::And | BinOp::Or => {
+                        let c = self.to_bool(a.clone());
+                        let c = if *op == BinOp::And { c } else { not(c) };
+                        self.value_guards.push(c);
+                        let b = self.eval(b);
+                        self.value_guards.pop();
+                        b
+                    }
+                    _ => self.eval(b),
+                };
                 match op {
                     // Wrapping commutes with these: wrap the mathematical result once.
                     BinOp::Add | BinOp::Sub | BinOp::Mul => {
@@ -642,8 +658,12 @@ impl<'k> Exec<'k> {
             Expr::Ite(c, a, b) => {
                 let c = self.eval(c);
                 let c = self.to_bool(c);
+                self.value_guards.push(c.clone());
                 let a = self.eval(a);
+                self.value_guards.pop();
+                self.value_guards.push(not(c.clone()));
                 let b = self.eval(b);
+                self.value_guards.pop();
                 if self.is_bool(&a) != self.is_bool(&b) {
                     let (a, b) = (self.to_int(a), self.to_int(b));
                     ite(c, a, b)
@@ -843,6 +863,26 @@ impl<'k> Exec<'k> {
         }
     }
 
+    /// Division and remainder by zero are undefined behaviour, not executions: a thread that
+    /// gets past `a / b` (on the path and in the subexpression where it is evaluated) had
+    /// `b != 0`. Recorded like an `__assume`, so no witness divides by zero.
+    fn divisor_nonzero(&mut self, b: &Term) {
+        if matches!(b, Term::Int(v) if *v != 0) {
+            return;
+        }
+        let mut when = vec![self.pc.clone()];
+        when.extend(self.value_guards.iter().cloned());
+        let when = and(when);
+        let nonzero = not(Term::eq(b.clone(), int(0)));
+        let fact = match when {
+            Term::Bool(true) => nonzero,
+            w => Term::implies(w, nonzero),
+        };
+        if fact != tru() && !self.assumed.contains(&fact) {
+            self.assumed.push(fact);
+        }
+    }
+
     fn binary(&mut self, op: BinOp, a: Term, b: Term) -> Term {
         let bit = |op: BitOp, a: Term, b: Term| Term::Bit {
             op,
@@ -868,11 +908,20 @@ impl<'k> Exec<'k> {
                     BinOp::Add => add(a, b),
                     BinOp::Sub => sub(a, b),
                     BinOp::Mul => mul(a, b),
-                    BinOp::Div => div(a, b),
+                    BinOp::Div => {
+                        self.divisor_nonzero(&b);
+                        div(a, b)
+                    }
                     // On non-negative operands C's `%` is the mathematical `mod`, which Z3
                     // handles better than the sign-dependent encoding of `%`.
-                    BinOp::Rem if self.non_negative(&a) && self.non_negative(&b) => modulo(a, b),
-                    BinOp::Rem => rem(a, b),
+                    BinOp::Rem if self.non_negative(&a) && self.non_negative(&b) => {
+                        self.divisor_nonzero(&b);
+                        modulo(a, b)
+                    }
+                    BinOp::Rem => {
+                        self.divisor_nonzero(&b);
+                        rem(a, b)
+                    }
                     BinOp::Shl => match as_int(&b) {
                         Some(k) if (0..31).contains(&k) => mul(a, int(1i64 << k)),
                         _ => bit(BitOp::Shl, a, b),
