@@ -5,7 +5,24 @@
 //!     `server/crates/bench/kernels/`;
 //! (b) scaling of five generated race-free families with their size;
 //! (c) editor latency and (d) server memory, driving `cudarace lsp` over stdio.
+//!
+//! Real-world corpus (see [`corpus`]):
+//! `cargo run --release -p cudarace-bench -- --corpus DIR [--jobs N (2)] [--file-timeout SECONDS (60)]
+//! [--bin PATH] [--out RUN.jsonl] [--compare OLD.jsonl] [--sample-definite N --seed S]` runs
+//! `cudarace check --format json FILE` on every `.cu`/`.cuh` file below DIR, each in its own
+//! process (N side by side, killed after the file timeout; the binary is the `cudarace` next to
+//! this one, built as for (c), unless `--bin` names one), and prints: files and kernels, verdicts
+//! with shares, findings by kind × confidence, the reasons of `unknown`/`unsupported` kernels
+//! grouped into classes (names and numbers taken out), solver timeouts, crashes (a signal, an
+//! exit status other than 0/1, or output that is not a report) and file timeouts, per-kernel and
+//! per-file times and the slowest kernels. `--out` records one JSON line per file; `--compare`
+//! prints what moved against such a record (verdict transitions per kernel, definite findings
+//! gained and lost); `--from RUN.jsonl` prints the tables of a record instead of running
+//! (`--no-tables` leaves them out, e.g. for just `--compare` or the sample);
+//! `--sample-definite N --seed S` lists N definite findings picked at random, reproducibly, for
+//! triage by hand.
 
+mod corpus;
 mod gen;
 mod lsp;
 mod mem;
@@ -36,6 +53,7 @@ struct Args {
     lsp_edits: usize,
     size_limit_s: u64,
     one: Option<(usize, usize)>,
+    corpus: corpus::Options,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -48,6 +66,7 @@ fn parse_args() -> Result<Args, String> {
         lsp_edits: 100,
         size_limit_s: 120,
         one: None,
+        corpus: corpus::Options::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -67,10 +86,36 @@ fn parse_args() -> Result<Args, String> {
                 let n = value()?.parse().map_err(|e| format!("--one: {e}"))?;
                 a.one = Some((f, n));
             }
+            "--corpus" => a.corpus.dir = Some(PathBuf::from(value()?)),
+            "--from" => a.corpus.from = Some(PathBuf::from(value()?)),
+            "--jobs" => {
+                a.corpus.jobs = value()?.parse().map_err(|e| format!("--jobs: {e}"))?;
+                a.corpus.jobs = a.corpus.jobs.max(1);
+            }
+            "--file-timeout" => {
+                a.corpus.file_timeout_s = value()?
+                    .parse()
+                    .map_err(|e| format!("--file-timeout: {e}"))?
+            }
+            "--bin" => a.corpus.bin = Some(PathBuf::from(value()?)),
+            "--out" => a.corpus.out = Some(PathBuf::from(value()?)),
+            "--compare" => a.corpus.compare = Some(PathBuf::from(value()?)),
+            "--sample-definite" => {
+                a.corpus.sample_definite = Some(
+                    value()?
+                        .parse()
+                        .map_err(|e| format!("--sample-definite: {e}"))?,
+                )
+            }
+            "--seed" => a.corpus.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
+            "--no-tables" => a.corpus.no_tables = true,
             "-h" | "--help" => {
                 println!(
                     "bench [--reps N (3)] [--sections abcd] [--workers N (cores)] [--lsp-edits N (100)] \
-                     [--size-limit SECONDS (120)]"
+                     [--size-limit SECONDS (120)]\n\
+                     bench --corpus DIR [--jobs N (2)] [--file-timeout SECONDS (60)] [--bin PATH] \
+                     [--out RUN.jsonl] [--compare OLD.jsonl] [--sample-definite N --seed S] [--no-tables]\n\
+                     bench --from RUN.jsonl [--compare OLD.jsonl] [--sample-definite N --seed S] [--no-tables]"
                 );
                 std::process::exit(0);
             }
@@ -90,6 +135,13 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if args.corpus.wanted() {
+        if let Err(e) = corpus::run(&args.corpus, server_binary) {
+            eprintln!("bench: {e}");
+            std::process::exit(2);
+        }
+        return;
+    }
     let root = repo_root();
     let opts = Options::default();
     if let Some((family, size)) = args.one {
@@ -516,9 +568,9 @@ fn build_server_binary() {
     }
 }
 
-/// (c) editor latency and (d) server memory.
-fn section_cd(args: &Args) {
-    println!("## (c) Editor latency and (d) server memory\n");
+/// The `cudarace` binary to measure: `$CUDARACE_BIN`, else the one next to this binary (built or
+/// confirmed up to date first).
+fn server_binary() -> Option<PathBuf> {
     let exe_dir = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf));
@@ -526,10 +578,15 @@ fn section_cd(args: &Args) {
     if explicit.is_none() {
         build_server_binary();
     }
-    let binary = explicit
+    explicit
         .or_else(|| exe_dir.map(|d| d.join("cudarace")))
-        .filter(|p| p.exists());
-    let Some(binary) = binary else {
+        .filter(|p| p.exists())
+}
+
+/// (c) editor latency and (d) server memory.
+fn section_cd(args: &Args) {
+    println!("## (c) Editor latency and (d) server memory\n");
+    let Some(binary) = server_binary() else {
         println!(
             "not measured yet: no `cudarace` binary next to `bench` (build it with \
              `cargo build --release -p cudarace`, or set CUDARACE_BIN).\n"

@@ -16,6 +16,11 @@ impl Samples {
         self.0.is_empty()
     }
 
+    /// The samples in the order they were pushed.
+    pub fn values(&self) -> &[f64] {
+        &self.0
+    }
+
     fn sorted(&self) -> Vec<f64> {
         let mut v = self.0.clone();
         v.sort_by(f64::total_cmp);
