@@ -1152,10 +1152,23 @@ fn outcome_of(status: ExitStatus) -> Outcome {
     }
 }
 
-/// Runs `bin check --format json FILE` in `dir`, killed after `timeout`.
+/// Kills a child started in its own process group, with everything it started.
+fn kill_group(child: &mut std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .stderr(Stdio::null())
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Runs `bin check --format json FILE` in `dir` (in its own process group), killed after
+/// `timeout`.
 fn run_file(bin: &Path, dir: &Path, file: &str, timeout: Duration) -> FileRecord {
+    use std::os::unix::process::CommandExt;
     let started = Instant::now();
     let child = Command::new(bin)
+        .process_group(0)
         .args(["check", "--format", "json"])
         .arg(file)
         .current_dir(dir)
@@ -1170,14 +1183,18 @@ fn run_file(bin: &Path, dir: &Path, file: &str, timeout: Duration) -> FileRecord
             return record_from_output(file, 0.0, &outcome, "", "");
         }
     };
+    // Read on threads (a full pipe would stall the child); a reader that a left-over
+    // grandchild keeps waiting is given up on after a while.
     let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut buf = Vec::new();
             if let Some(mut p) = pipe {
                 let _ = p.read_to_end(&mut buf);
             }
-            String::from_utf8_lossy(&buf).into_owned()
-        })
+            let _ = tx.send(String::from_utf8_lossy(&buf).into_owned());
+        });
+        rx
     };
     let stdout = reader(child.stdout.take().map(|p| Box::new(p) as _));
     let stderr = reader(child.stderr.take().map(|p| Box::new(p) as _));
@@ -1185,21 +1202,20 @@ fn run_file(bin: &Path, dir: &Path, file: &str, timeout: Duration) -> FileRecord
         match child.try_wait() {
             Ok(Some(status)) => break outcome_of(status),
             Ok(None) if started.elapsed() >= timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
+                kill_group(&mut child);
                 break Outcome::TimedOut;
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
             Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
+                kill_group(&mut child);
                 break Outcome::Failed(format!("wait: {e}"));
             }
         }
     };
     let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let out = stdout.join().unwrap_or_default();
-    let err = stderr.join().unwrap_or_default();
+    let grace = Duration::from_secs(5);
+    let out = stdout.recv_timeout(grace).unwrap_or_default();
+    let err = stderr.recv_timeout(grace).unwrap_or_default();
     record_from_output(file, wall_ms, &outcome, &out, &err)
 }
 
