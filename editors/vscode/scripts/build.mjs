@@ -3,7 +3,8 @@
 //   node scripts/build.mjs --production  minified bundle, no source maps (what the .vsix ships)
 //   node scripts/build.mjs --tests       unit-test bundles; `vscode` is NOT external there, so a
 //                                        pure module that imports it fails this build; also
-//                                        out/lib/serverPath.js for check-vsix.mjs
+//                                        out/harness/activate.js (the extension in a process of
+//                                        its own) and out/lib/serverPath.js for check-vsix.mjs
 import * as esbuild from 'esbuild';
 import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -34,6 +35,14 @@ if (tests) {
     ...common,
     entryPoints: ['test/extension.test.ts'],
     outdir: 'out/test',
+    sourcemap: 'inline',
+    alias: { vscode: './test/stubs/vscode.ts' },
+  });
+  // The extension activated in a process of its own (test/harness/activate.ts).
+  await esbuild.build({
+    ...common,
+    entryPoints: ['test/harness/activate.ts'],
+    outdir: 'out/harness',
     sourcemap: 'inline',
     alias: { vscode: './test/stubs/vscode.ts' },
   });

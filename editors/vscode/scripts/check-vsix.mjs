@@ -2,7 +2,8 @@
 //   node scripts/check-vsix.mjs FILE.vsix [--expect-server | --expect-no-server]
 // A .vsix is a zip; this reads it with a small central-directory reader (no dependencies) and checks:
 //  - the manifest (extension/package.json) and its `main` entry point are in the zip;
-//  - the contributed language ids, activation events and every setting are there;
+//  - the contributed language ids, activation events, Restricted Mode support and every setting
+//    are there;
 //  - nothing that should stay out (node_modules, sources, tests, maps) got in;
 //  - --expect-server: extension/server/cudarace is there with its executable bit, and, extracted as
 //    VS Code extracts it, the extension's own resolution picks it (source "bundled") and it runs;
@@ -116,6 +117,11 @@ check(cudaCpp?.extensions?.includes('.cu') && cudaCpp?.extensions?.includes('.cu
 for (const id of ['cuda-cpp', 'cuda']) {
   check(manifest.activationEvents?.includes(`onLanguage:${id}`), `no activation event onLanguage:${id}`);
 }
+check(manifest.activationEvents?.includes('workspaceContains:**/*.cu'), 'no activation event workspaceContains:**/*.cu');
+check(
+  manifest.capabilities?.untrustedWorkspaces?.supported === 'limited',
+  'capabilities.untrustedWorkspaces.supported is not "limited" (the extension would be off in Restricted Mode)',
+);
 const properties = manifest.contributes?.configuration?.properties ?? {};
 for (const key of SETTINGS) check(key in properties, `setting ${key} not contributed`);
 for (const cmd of ['cudarace.restartServer', 'cudarace.showOutput']) {

@@ -34,11 +34,23 @@ describe('package.json', () => {
     assert.ok(manifest.activationEvents.includes('onLanguage:cuda-cpp'));
     assert.ok(manifest.activationEvents.includes('onLanguage:cuda'));
   });
+
+  it('activates (and starts the server) as soon as a workspace with CUDA files opens', () => {
+    assert.ok(manifest.activationEvents.includes('workspaceContains:**/*.cu'));
+    assert.ok(manifest.activationEvents.includes('workspaceContains:**/*.cuh'));
+  });
+
+  it('runs in Restricted Mode, without the workspace choosing the binary', () => {
+    const untrusted = manifest.capabilities?.untrustedWorkspaces;
+    assert.equal(untrusted?.supported, 'limited');
+    assert.deepEqual(untrusted?.restrictedConfigurations, ['cudarace.server.path']);
+    assert.ok(typeof untrusted?.description === 'string' && untrusted.description.length > 0);
+  });
 });
 
 describe('pure modules', () => {
   it('do not import vscode (they must run outside VS Code)', () => {
-    for (const file of ['settings.ts', 'serverPath.ts']) {
+    for (const file of ['settings.ts', 'serverPath.ts', 'serverProcess.ts']) {
       const text = fs.readFileSync(path.join(root, 'src', file), 'utf8');
       assert.doesNotMatch(text, /from\s+['"]vscode['"]|require\(\s*['"]vscode['"]\s*\)/, file);
     }

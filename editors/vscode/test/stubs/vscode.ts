@@ -5,6 +5,7 @@
 export const recorded = {
   errors: [] as Array<{ message: string; items: string[] }>,
   warnings: [] as string[],
+  infos: [] as string[],
   commands: [] as string[],
   executed: [] as Array<{ command: string; args: unknown[] }>,
   output: [] as string[],
@@ -44,7 +45,52 @@ export class EventEmitter<T> {
   dispose() {}
 }
 
-export const window = {
+/** An enum whose every member exists (the client maps a few dozen of them at load time). */
+function anyEnum(): Record<string, unknown> {
+  return new Proxy({} as Record<string, unknown>, {
+    get: (_target, key) => (typeof key === 'string' ? { value: key, append: (more: string) => `${key}.${more}` } : undefined),
+  });
+}
+export const CodeActionKind = anyEnum();
+export const CodeActionTriggerKind = anyEnum();
+export const CompletionItemKind = anyEnum();
+export const CompletionItemTag = anyEnum();
+export const CompletionTriggerKind = anyEnum();
+export const DiagnosticSeverity = anyEnum();
+export const DiagnosticTag = anyEnum();
+export const DocumentHighlightKind = anyEnum();
+export const FileType = anyEnum();
+export const FoldingRangeKind = anyEnum();
+export const NotebookCellKind = anyEnum();
+export const ProgressLocation = anyEnum();
+export const SignatureHelpTriggerKind = anyEnum();
+export const SymbolKind = anyEnum();
+export const SymbolTag = anyEnum();
+export const TextDocumentSaveReason = anyEnum();
+export const version = '1.100.0';
+export const env = { language: 'en', appName: 'stub', machineId: 'stub', uiKind: 1 };
+export const Uri = {
+  file: (fsPath: string) => ({ scheme: 'file', fsPath, path: fsPath, toString: () => `file://${fsPath}` }),
+  parse: (value: string) => ({ scheme: value.split(':')[0], fsPath: value, path: value, toString: () => value }),
+};
+export const languages = {
+  createDiagnosticCollection: () => ({ set() {}, delete() {}, clear() {}, forEach() {}, get() {}, has: () => false, dispose() {} }),
+};
+
+/** `onDid…`/`onWill…` events of a namespace: subscribing does nothing. */
+function withEvents<T extends object>(base: T): T {
+  return new Proxy(base, {
+    get: (target, key, receiver) => {
+      if (typeof key === 'string' && !(key in target) && /^on[A-Z]/.test(key)) return () => new Disposable();
+      return Reflect.get(target, key, receiver);
+    },
+  });
+}
+
+export const window = withEvents({
+  activeTextEditor: undefined,
+  visibleTextEditors: [],
+  tabGroups: withEvents({ all: [] }),
   createOutputChannel: (_name: string) => ({
     appendLine: (line: string) => recorded.output.push(line),
     append: (text: string) => recorded.output.push(text),
@@ -59,15 +105,20 @@ export const window = {
     recorded.warnings.push(message);
     return undefined;
   },
-};
+  showInformationMessage: async (message: string) => {
+    recorded.infos.push(message);
+    return undefined;
+  },
+});
 
-export const workspace = {
+export const workspace = withEvents({
   workspaceFolders: undefined,
+  textDocuments: [],
+  notebookDocuments: [],
   getConfiguration: (section: string) => ({
-    get: (key: string) => recorded.settings[`${section}.${key}`],
+    get: (key: string, fallback?: unknown) => recorded.settings[`${section}.${key}`] ?? fallback,
   }),
-  onDidChangeConfiguration: (_listener: unknown) => new Disposable(),
-};
+});
 
 export const commands = {
   registerCommand: (command: string, _fn: unknown) => {
