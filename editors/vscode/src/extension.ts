@@ -102,6 +102,7 @@ class ServerWriter implements MessageWriter {
   }
 }
 
+let activatedAt = Date.now();
 let client: CudaraceClient | undefined;
 let session: Session | undefined;
 let output: vscode.OutputChannel | undefined;
@@ -177,7 +178,13 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
       throw err;
     });
     // The server's log, as the client would show it for a server it started.
-    started.proc.stderr!.on('data', (chunk: Buffer) => output?.append(chunk.toString()));
+    started.proc.stderr!.on('data', (chunk: Buffer) => {
+      try {
+        output?.append(chunk.toString());
+      } catch {
+        // The channel is gone: VS Code is shutting down.
+      }
+    });
     return {
       reader: new StreamMessageReader(started.proc.stdout!),
       writer: new ServerWriter(new StreamMessageWriter(started.proc.stdin!), started),
@@ -243,8 +250,14 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     // The server answered `initialize`: from now on a crash is a crash, not a failure to start.
     if (event.newState === State.Running && current.server !== undefined) current.server.started = true;
   });
+  const asked = Date.now();
   try {
     await created.start();
+    const now = Date.now();
+    output?.appendLine(
+      `The server (pid ${current.server?.proc.pid}) answered initialize ${now - asked} ms after it was started, ` +
+        `${now - activatedAt} ms after activation.`,
+    );
   } catch (err) {
     if (!current.stopping) await reportStartFailure(current.server, err);
   }
@@ -357,6 +370,7 @@ async function stopClient(): Promise<void> {
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  activatedAt = Date.now();
   output = vscode.window.createOutputChannel('cudarace');
   context.subscriptions.push(output);
 
