@@ -104,6 +104,36 @@ fn delete_statement(text: &str, node: Node<'_>) -> Edit {
     }
 }
 
+/// The indentation of the last statement (or comment) of a `{ … }` block, when it starts its
+/// line.
+fn last_statement_indent(text: &str, block: Node<'_>) -> Option<String> {
+    let mut cursor = block.walk();
+    let last = block
+        .named_children(&mut cursor)
+        .filter(|n| n.start_byte() > block.start_byte())
+        .last()?;
+    let start = last.start_byte();
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let before = &text[line_start..start];
+    (line_start > block.start_byte() && before.trim().is_empty()).then(|| before.to_string())
+}
+
+/// One level of indentation in `text`: a tab when `outer` uses tabs, else the smallest positive
+/// number of leading spaces of a line (2 if no line is indented).
+fn indent_unit(text: &str, outer: &str) -> String {
+    if outer.contains('\t') {
+        return "\t".to_string();
+    }
+    let width = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start_matches(' ').len())
+        .filter(|&n| n > 0)
+        .min()
+        .unwrap_or(2);
+    " ".repeat(width)
+}
+
 /// An insertion of `barrier` as the last statement of a `{ … }` block.
 fn insert_at_block_end(text: &str, block: Node<'_>, barrier: &str) -> Option<Edit> {
     if block.kind() != "compound_statement" || block.end_byte() == 0 {
@@ -115,10 +145,13 @@ fn insert_at_block_end(text: &str, block: Node<'_>, barrier: &str) -> Option<Edi
     }
     let line_start = text[..close].rfind('\n').map_or(0, |i| i + 1);
     if text[line_start..close].trim().is_empty() && line_start > block.start_byte() {
-        // `}` alone on its line: a new line before it, indented one level more than the `}`.
-        let indent = indent_at(text, close);
-        let unit = if indent.contains('\t') { "\t" } else { "  " };
-        Some((line_start, line_start, format!("{indent}{unit}{barrier}\n")))
+        // `}` alone on its line: a new line before it, indented like the block's last statement
+        // when that starts its own line, else one level more than the `}`.
+        let indent = last_statement_indent(text, block).unwrap_or_else(|| {
+            let outer = indent_at(text, close);
+            format!("{outer}{}", indent_unit(text, outer))
+        });
+        Some((line_start, line_start, format!("{indent}{barrier}\n")))
     } else {
         Some((close, close, format!(" {barrier} ")))
     }
@@ -563,6 +596,49 @@ mod tests {
         let both = apply_edits(LOOP, &c[2].edits);
         assert_eq!(both.matches("__syncthreads();").count(), 2);
         assert!(c.iter().all(|c| c.title.contains("verified")));
+    }
+
+    /// The first node of `kind` in the tree, depth first.
+    fn find_kind<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
+        if node.kind() == kind {
+            return Some(node);
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node<'t>> = node.children(&mut cursor).collect();
+        children.into_iter().find_map(|c| find_kind(c, kind))
+    }
+
+    /// A barrier at the end of a loop body is indented like the body's statements (the real
+    /// client showed 6 spaces in a body indented by 8).
+    #[test]
+    fn loop_end_barrier_is_indented_like_the_body() {
+        const REDUCE: &str = "__global__ void reduce(float *g) {\n    __shared__ float sdata[256];\n    unsigned int tid = threadIdx.x;\n    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {\n        if (tid < s) {\n            sdata[tid] += sdata[tid + s];\n        }\n    }\n}\n";
+        let tree = parse(REDUCE, None);
+        let body = find_kind(tree.root_node(), "for_statement")
+            .and_then(|f| f.child_by_field_name("body"))
+            .unwrap();
+        let edit = insert_at_block_end(REDUCE, body, "__syncthreads();").unwrap();
+        let fixed = apply_edits(REDUCE, &[edit]);
+        assert!(
+            fixed.contains("        }\n        __syncthreads();\n    }\n}\n"),
+            "{fixed}"
+        );
+        // Tabs, and an empty body: one level (of the file's unit) more than the `}`.
+        let tabs =
+            "__global__ void k() {\n\tfor (int i = 0; i < 2; i++) {\n\t\tint x = i;\n\t}\n}\n";
+        let tree = parse(tabs, None);
+        let body = find_kind(tree.root_node(), "for_statement")
+            .and_then(|f| f.child_by_field_name("body"))
+            .unwrap();
+        let fixed = apply_edits(tabs, &[insert_at_block_end(tabs, body, "B;").unwrap()]);
+        assert!(fixed.contains("\t\tint x = i;\n\t\tB;\n\t}\n"), "{fixed}");
+        let empty = "__global__ void k() {\n    for (int i = 0; i < 2; i++) {\n    }\n}\n";
+        let tree = parse(empty, None);
+        let body = find_kind(tree.root_node(), "for_statement")
+            .and_then(|f| f.child_by_field_name("body"))
+            .unwrap();
+        let fixed = apply_edits(empty, &[insert_at_block_end(empty, body, "B;").unwrap()]);
+        assert!(fixed.contains("{\n        B;\n    }\n"), "{fixed}");
     }
 
     #[test]

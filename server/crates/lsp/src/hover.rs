@@ -97,20 +97,26 @@ pub fn finding_markdown(report: &KernelReport, finding: &Finding) -> String {
     if finding.same_value_write {
         let _ = writeln!(md, "Both threads store the same constant; this is still a race in the CUDA memory model.  ");
     }
-    let why = match finding.confidence {
-        Confidence::Definite => "Definite: the witness depends on no unknown value",
-        Confidence::Possible => "Possible: the witness depends on an unknown value",
-    };
-    if finding.confidence_reason.is_empty() {
-        let _ = writeln!(md, "{why}.");
-    } else {
-        let _ = writeln!(
-            md,
-            "{why}: {}.",
-            finding.confidence_reason.trim_end_matches('.')
-        );
-    }
+    let _ = writeln!(md, "{}", confidence_sentence(finding));
     md
+}
+
+/// "Definite: …" or "Possible: …" with the checker's reason. The checker's reasons usually
+/// already say what the witness depends on ("the witness depends on no unknown value"); the
+/// generic clause is added only when the reason does not say it.
+fn confidence_sentence(finding: &Finding) -> String {
+    let (label, generic) = match finding.confidence {
+        Confidence::Definite => ("Definite", "the witness depends on no unknown value"),
+        Confidence::Possible => ("Possible", "the witness depends on an unknown value"),
+    };
+    let reason = finding.confidence_reason.trim().trim_end_matches('.');
+    if reason.is_empty() {
+        format!("{label}: {generic}.")
+    } else if reason.starts_with("the witness ") || reason.starts_with(generic) {
+        format!("{label}: {reason}.")
+    } else {
+        format!("{label}: {generic}: {reason}.")
+    }
 }
 
 /// Markdown for a kernel name: verdict, reason, assumed launch, and the cost of the check.
@@ -259,6 +265,34 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("Definite: the witness depends on no unknown value: the indices depend only on thread ids."));
+    }
+
+    /// The checker's own reasons start with "the witness depends on …": said once, not twice.
+    #[test]
+    fn confidence_is_said_once() {
+        let mut report = race_report(TEXT);
+        report.findings[0].confidence_reason = "the witness depends on no unknown value".into();
+        let md = finding_markdown(&report, &report.findings[0]);
+        assert_eq!(md.matches("depends on no unknown value").count(), 1, "{md}");
+        assert!(
+            md.contains("Definite: the witness depends on no unknown value.\n"),
+            "{md}"
+        );
+        report.findings[0].confidence = Confidence::Possible;
+        report.findings[0].confidence_reason =
+            "the witness depends on data read from `perm`".into();
+        let md = finding_markdown(&report, &report.findings[0]);
+        assert_eq!(md.matches("the witness depends").count(), 1, "{md}");
+        assert!(
+            md.contains("Possible: the witness depends on data read from `perm`.\n"),
+            "{md}"
+        );
+        report.findings[0].confidence_reason = String::new();
+        let md = finding_markdown(&report, &report.findings[0]);
+        assert!(
+            md.contains("Possible: the witness depends on an unknown value.\n"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -992,3 +992,72 @@ __global__ void opaque(int *out) {\n\
     assert!(!md.contains("no divergence"), "{md}");
     c.shutdown().await;
 }
+
+/// The tree reduction of the README, indented by 4 spaces: the barrier the verified fix inserts at
+/// the end of the loop body is indented like the body (8 spaces), as a real client showed it was
+/// not (6); and the hover says once that the witness depends on no unknown value.
+const REDUCE_4_SPACES: &str = "__global__ void reduce(const float *in, float *out) {\n\
+\x20   __shared__ float sdata[256];\n\
+\x20   unsigned int tid = threadIdx.x;\n\
+\x20   sdata[tid] = in[blockIdx.x * blockDim.x + tid];\n\
+\x20   __syncthreads();\n\
+\x20   for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {\n\
+\x20       if (tid < s) {\n\
+\x20           sdata[tid] += sdata[tid + s];\n\
+\x20       }\n\
+\x20   }\n\
+\x20   if (tid == 0) {\n\
+\x20       out[blockIdx.x] = sdata[0];\n\
+\x20   }\n\
+}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loop_end_fix_is_indented_like_the_loop_body() {
+    let uri = "file:///work/test/reduce.cu";
+    let mut c = Client::initialized(json!({})).await;
+    c.open(uri, REDUCE_4_SPACES);
+    let published = c.diagnostics(uri).await;
+    let race = races(&published)[0].clone();
+    let (line, character) = position_of(REDUCE_4_SPACES, "sdata[tid + s]", 0);
+    let hover = c
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character + 1}}),
+        )
+        .await;
+    let md = hover["contents"]["value"].as_str().expect("markdown hover");
+    assert_eq!(md.matches("depends on no unknown value").count(), 1, "{md}");
+    // The fix is verified in the background: ask until it is offered.
+    let mut fix = None;
+    for _ in 0..600 {
+        let actions = c
+            .request(
+                "textDocument/codeAction",
+                json!({"textDocument": {"uri": uri}, "range": race["range"], "context": {"diagnostics": [race]}}),
+            )
+            .await;
+        fix = fixes(&actions).into_iter().find(|a| {
+            a["title"]
+                .as_str()
+                .unwrap()
+                .contains("end of the loop body")
+        });
+        if fix.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let fix = fix.expect("the loop-end fix is offered");
+    let edits = fix["edit"]["documentChanges"][0]["edits"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let fixed = apply_edits(REDUCE_4_SPACES, &edits);
+    assert!(
+        fixed.contains(
+            "            sdata[tid] += sdata[tid + s];\n        }\n        __syncthreads();\n    }\n"
+        ),
+        "{fixed}"
+    );
+    c.shutdown().await;
+}
