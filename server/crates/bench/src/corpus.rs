@@ -306,7 +306,8 @@ fn confidence(f: &Value) -> &str {
 // Reasons
 
 /// Splits a compound reason at the `; ` that separate its parts (not inside parentheses or
-/// backquotes).
+/// backquotes, and not before a clause that continues the previous one: `…; it was treated as
+/// no barrier`, `…; so …`).
 fn split_reason(reason: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut depth, mut quoted, mut start) = (0i32, false, 0);
@@ -316,7 +317,11 @@ fn split_reason(reason: &str) -> Vec<&str> {
             b'`' => quoted = !quoted,
             b'(' if !quoted => depth += 1,
             b')' if !quoted => depth -= 1,
-            b';' if !quoted && depth <= 0 && bytes.get(i + 1) == Some(&b' ') => {
+            b';' if !quoted
+                && depth <= 0
+                && bytes.get(i + 1) == Some(&b' ')
+                && !CONTINUATIONS.iter().any(|c| reason[i + 2..].starts_with(c)) =>
+            {
                 parts.push(reason[start..i].trim());
                 start = i + 1;
             }
@@ -373,13 +378,20 @@ pub fn normalise_reason_part(part: &str) -> String {
     out.trim().to_string()
 }
 
-/// The distinct classes of a (compound) reason.
-pub fn reason_classes(reason: &str) -> BTreeSet<String> {
-    split_reason(reason)
-        .into_iter()
-        .map(normalise_reason_part)
-        .filter(|c| !c.is_empty())
-        .collect()
+/// Words that start a clause continuing the one before a `; `.
+const CONTINUATIONS: [&str; 4] = ["it ", "so ", "which ", "that "];
+
+/// The distinct classes of a (compound) reason, each with the first part of the reason that has
+/// it.
+pub fn reason_classes(reason: &str) -> BTreeMap<String, String> {
+    let mut classes = BTreeMap::new();
+    for part in split_reason(reason) {
+        let class = normalise_reason_part(part);
+        if !class.is_empty() {
+            classes.entry(class).or_insert_with(|| part.to_string());
+        }
+    }
+    classes
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -482,7 +494,7 @@ impl Stats {
                 s.files_with_error += 1;
             }
             for e in &r.file_errors {
-                let class = reason_classes(e).into_iter().collect::<Vec<_>>().join("; ");
+                let class = reason_classes(e).into_keys().collect::<Vec<_>>().join("; ");
                 *s.file_error_classes.entry(class).or_default() += 1;
             }
             if r.syntax_errors > 0 {
@@ -504,11 +516,11 @@ impl Stats {
                 if reason.is_empty() {
                     continue;
                 }
-                for class in reason_classes(reason) {
+                for (class, part) in reason_classes(reason) {
                     let entry = s.reasons.entry(class).or_default();
                     *entry.by_verdict.entry(v.clone()).or_default() += 1;
                     if entry.example.is_empty() {
-                        entry.example = reason.to_string();
+                        entry.example = part;
                     }
                 }
                 let lower = reason.to_lowercase();
@@ -1430,15 +1442,16 @@ mod tests {
                         body is not available); `data1` may be accessed by unmodelled code (call \
                         to `g` whose body is not available); unmodelled code may synchronize; it \
                         was treated as no barrier";
-        let classes: Vec<String> = reason_classes(compound).into_iter().collect();
+        let classes = reason_classes(compound);
         assert_eq!(
-            classes,
+            classes.keys().collect::<Vec<_>>(),
             vec![
                 "`…` may be accessed by unmodelled code (call to `…` whose body is not available)",
-                "it was treated as no barrier",
-                "unmodelled code may synchronize",
+                "unmodelled code may synchronize; it was treated as no barrier",
             ]
         );
+        // The example of a class is the part of the reason that has it.
+        assert!(classes.values().next().unwrap().starts_with("`data0`"));
     }
 
     fn report_a() -> &'static str {
@@ -1528,6 +1541,11 @@ mod tests {
         let body = &s.reasons["call to `…` whose body is not available"];
         assert_eq!(body.undecided(), 2);
         assert_eq!(body.by_verdict["unsupported"], 1);
+        assert_eq!(body.example, "call to `foo` whose body is not available");
+        assert_eq!(
+            s.reasons["`…` may be accessed by unmodelled code (unsupported statement)"].example,
+            "`p` may be accessed by unmodelled code (unsupported statement)"
+        );
         assert_eq!(s.timeouts.values().sum::<usize>(), 2);
         assert_eq!((s.query_timeouts, s.budget_timeouts), (1, 1));
         assert_eq!((s.files_over_10s, s.files_over_60s), (2, 1));
