@@ -47,6 +47,8 @@ pub struct Options {
     pub sample_definite: Option<usize>,
     pub seed: u64,
     pub no_tables: bool,
+    /// Sample at most one definite finding per kernel.
+    pub sample_by_kernel: bool,
 }
 
 impl Options {
@@ -450,6 +452,8 @@ pub struct Stats {
     pub files_over_10s: usize,
     pub files_over_60s: usize,
     pub slowest: Vec<KernelTime>,
+    /// (checked file, kernel) → definite findings.
+    pub definite_by_kernel: BTreeMap<(String, String), usize>,
     pub total_wall_ms: f64,
 }
 
@@ -548,6 +552,11 @@ impl Stats {
                     .or_default()
                     .entry(c.clone())
                     .or_default() += 1;
+                if c == "definite" {
+                    *s.definite_by_kernel
+                        .entry((r.file.clone(), text(f, "kernel").to_string()))
+                        .or_default() += 1;
+                }
                 s.confidences.insert(c);
             }
         }
@@ -644,6 +653,25 @@ impl Stats {
                 .join(" | "),
             totals.iter().sum::<usize>()
         );
+        if !self.definite_by_kernel.is_empty() {
+            let mut most: Vec<(&(String, String), &usize)> =
+                self.definite_by_kernel.iter().collect();
+            most.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let files: BTreeSet<&String> = self.definite_by_kernel.keys().map(|k| &k.0).collect();
+            let top: Vec<String> = most
+                .iter()
+                .take(5)
+                .map(|((file, kernel), n)| format!("{n} in `{kernel}` ({})", cell(file)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "
+Definite findings come from {} kernels in {} files; most: {}.",
+                self.definite_by_kernel.len(),
+                files.len(),
+                top.join(", ")
+            );
+        }
 
         let mut classes: Vec<(&String, &ReasonClass)> = self
             .reasons
@@ -1108,21 +1136,41 @@ impl SplitMix64 {
 }
 
 /// `n` definite findings picked at random with `seed` (records in file order, findings in
-/// report order, then a partial Fisher–Yates shuffle).
-pub fn sample_definite(records: &[FileRecord], n: usize, seed: u64) -> Vec<&Value> {
-    let mut all: Vec<&Value> = records
-        .iter()
-        .flat_map(|r| r.findings.iter())
-        .filter(|f| confidence(f) == "definite")
-        .collect();
-    let mut rng = SplitMix64(seed);
-    let take = n.min(all.len());
-    for i in 0..take {
-        let j = i + rng.below(all.len() - i);
-        all.swap(i, j);
+/// report order, then a partial Fisher–Yates shuffle). With `by_kernel`, kernels (checked file
+/// and name) are picked instead and one of each picked kernel's definite findings, so that a
+/// kernel with hundreds of findings does not fill the sample.
+pub fn sample_definite(
+    records: &[FileRecord],
+    n: usize,
+    seed: u64,
+    by_kernel: bool,
+) -> Vec<&Value> {
+    let mut groups: Vec<Vec<&Value>> = Vec::new();
+    for r in records {
+        let mut of_file: BTreeMap<&str, usize> = BTreeMap::new();
+        for f in r.findings.iter().filter(|f| confidence(f) == "definite") {
+            if !by_kernel {
+                groups.push(vec![f]);
+                continue;
+            }
+            let at = *of_file.entry(text(f, "kernel")).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[at].push(f);
+        }
     }
-    all.truncate(take);
-    all
+    let mut rng = SplitMix64(seed);
+    let take = n.min(groups.len());
+    for i in 0..take {
+        let j = i + rng.below(groups.len() - i);
+        groups.swap(i, j);
+    }
+    groups
+        .iter()
+        .take(take)
+        .map(|g| g[if g.len() > 1 { rng.below(g.len()) } else { 0 }])
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1395,7 +1443,7 @@ pub fn run(opts: &Options, bin: impl FnOnce() -> Option<PathBuf>) -> Result<(), 
         compare(&old, &records).render(&Stats::of(&old), &stats, &mut out);
     }
     if let Some(n) = opts.sample_definite {
-        let sample = sample_definite(&records, n, opts.seed);
+        let sample = sample_definite(&records, n, opts.seed, opts.sample_by_kernel);
         let total = stats
             .findings
             .values()
@@ -1403,8 +1451,13 @@ pub fn run(opts: &Options, bin: impl FnOnce() -> Option<PathBuf>) -> Result<(), 
             .sum::<usize>();
         let _ = writeln!(
             out,
-            "## Sample of definite findings ({} of {total}, seed {})\n\n| # | at | kernel | kind | message |\n|---:|---|---|---|---|",
+            "## Sample of definite findings ({} of {total}{}, seed {})\n\n| # | at | kernel | kind | message |\n|---:|---|---|---|---|",
             sample.len(),
+            if opts.sample_by_kernel {
+                format!(", at most one per kernel of {}", stats.definite_by_kernel.len())
+            } else {
+                String::new()
+            },
             opts.seed
         );
         for (i, f) in sample.iter().enumerate() {
@@ -1582,10 +1635,22 @@ mod tests {
                 r
             })
             .collect();
-        let a = sample_definite(&many, 4, 1);
-        let b = sample_definite(&many, 4, 1);
+        let a = sample_definite(&many, 4, 1, false);
+        let b = sample_definite(&many, 4, 1, false);
         assert_eq!(a, b);
         assert_eq!(a.len(), 4);
-        assert_eq!(sample_definite(&many, 40, 1).len(), 10);
+        assert_eq!(sample_definite(&many, 40, 1, false).len(), 10);
+        // Two definite findings in one kernel: one of them per kernel.
+        let mut two = many.clone();
+        for r in &mut two {
+            let mut f = r.findings[0].clone();
+            f["line"] = json!(7);
+            r.findings.push(f);
+        }
+        assert_eq!(sample_definite(&two, 40, 1, false).len(), 20);
+        let per_kernel = sample_definite(&two, 40, 3, true);
+        assert_eq!(per_kernel.len(), 10);
+        assert_eq!(per_kernel, sample_definite(&two, 40, 3, true));
+        assert_eq!(Stats::of(&two).definite_by_kernel.len(), 10);
     }
 }

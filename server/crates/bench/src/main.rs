@@ -20,7 +20,7 @@
 //! gained and lost); `--from RUN.jsonl` prints the tables of a record instead of running
 //! (`--no-tables` leaves them out, e.g. for just `--compare` or the sample);
 //! `--sample-definite N --seed S` lists N definite findings picked at random, reproducibly, for
-//! triage by hand.
+//! triage by hand (`--sample-by-kernel`: at most one per kernel).
 
 mod corpus;
 mod gen;
@@ -109,12 +109,13 @@ fn parse_args() -> Result<Args, String> {
             }
             "--seed" => a.corpus.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--no-tables" => a.corpus.no_tables = true,
+            "--sample-by-kernel" => a.corpus.sample_by_kernel = true,
             "-h" | "--help" => {
                 println!(
                     "bench [--reps N (3)] [--sections abcd] [--workers N (cores)] [--lsp-edits N (100)] \
                      [--size-limit SECONDS (120)]\n\
                      bench --corpus DIR [--jobs N (2)] [--file-timeout SECONDS (60)] [--bin PATH] \
-                     [--out RUN.jsonl] [--compare OLD.jsonl] [--sample-definite N --seed S] [--no-tables]\n\
+                     [--out RUN.jsonl] [--compare OLD.jsonl] [--sample-definite N --seed S [--sample-by-kernel]] [--no-tables]\n\
                      bench --from RUN.jsonl [--compare OLD.jsonl] [--sample-definite N --seed S] [--no-tables]"
                 );
                 std::process::exit(0);
