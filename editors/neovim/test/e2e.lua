@@ -1,7 +1,9 @@
 -- End-to-end test of the Neovim plugin against the real server, in a headless Neovim:
---   open the racy fixture → diagnostics on the marked lines with the right codes → hover on the racy
---   access names the threads → the "verified" __syncthreads() code action → applied → the data-race
---   diagnostic goes away (and the divergent barrier stays reported).
+--   open the racy fixture → diagnostics on the marked lines with the right codes, on the racy access
+--   and its partner → hover on the racy access shows the witness table → the "verified"
+--   __syncthreads() code action → applied, indented like the loop body → the data-race diagnostic
+--   goes away (and the divergent barrier stays reported) → a second file's divergent barrier is
+--   reported → the blockDim setting changes the assumed launch (update_settings).
 -- Run by test/run.sh (which sets CUDARACE_BIN, CUDARACE_PLUGIN_DIR and CUDARACE_FIXTURE). Prints
 -- timings to stdout; any failure exits non-zero through `cquit`.
 
@@ -195,6 +197,30 @@ if verbose then
   say('diagnostics after open:\n' .. describe(ours()))
 end
 
+-- Both accesses of the race are marked: the racy read `sdata[tid + s]` and its partner
+-- `sdata[tid]` (the README's "a second diagnostic marks the other access of the pair").
+local function race_columns()
+  local cols = {}
+  for _, d in ipairs(ours()) do
+    if d.code == 'data-race' then
+      cols[d.lnum .. ':' .. d.col] = true
+    end
+  end
+  return cols
+end
+for lnum in pairs(expected['data-race']) do
+  local text = lines[lnum + 1]
+  local read = text:find('sdata[tid + s]', 1, true)
+  local partner = text:find('sdata[tid]', 1, true)
+  if read and partner then
+    local cols = race_columns()
+    check(cols[lnum .. ':' .. (read - 1)] and cols[lnum .. ':' .. (partner - 1)], string.format(
+      'line %d: the race should mark both `sdata[tid + s]` (col %d) and `sdata[tid]` (col %d):\n%s',
+      lnum + 1, read, partner, describe(ours())
+    ))
+  end
+end
+
 for _, d in ipairs(ours()) do
   for code, want in pairs(expected) do
     check(d.code ~= code or want[d.lnum], string.format(
@@ -228,6 +254,10 @@ for _, response in pairs(hover or {}) do
 end
 check(hover_text ~= '', string.format('no hover at line %d col %d (the racy access)', race.lnum + 1, race.col + 1))
 check(hover_text:lower():find('thread') ~= nil and hover_text:find('threadIdx') ~= nil, 'hover does not name the threads (no "thread" / "threadIdx"):\n' .. hover_text)
+check(hover_text:find('| | thread A | thread B |', 1, true) ~= nil and hover_text:find('| cell |', 1, true) ~= nil,
+  'the hover has no witness table (thread A, thread B, cell):\n' .. hover_text)
+local _, said = hover_text:gsub('depends on no unknown value', '')
+check(said == 1, string.format('the hover says "depends on no unknown value" %d times:\n%s', said, hover_text))
 
 if verbose then
   say('hover:\n' .. hover_text)
@@ -341,6 +371,22 @@ wait_for('the data-race diagnostics to clear after the fix', WAIT_MS, function()
 end)
 local clear_ms = ms_since(t_fix)
 
+-- The inserted barrier is indented like the statement before it (the loop body's).
+do
+  local now_lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  for i, text in ipairs(now_lines) do
+    if text:match('^%s*__syncthreads%(%);%s*$') and (lines[i] ~= text) then
+      local indent = #text:match('^%s*')
+      local above = #now_lines[i - 1]:match('^%s*')
+      check(indent == above, string.format(
+        'the inserted barrier (line %d) is indented by %d, the line above by %d:\n%s',
+        i, indent, above, table.concat(now_lines, '\n')
+      ))
+      break
+    end
+  end
+end
+
 if verbose then
   say('buffer after the fix:\n' .. table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n'))
   say('diagnostics after the fix:\n' .. describe(ours()))
@@ -369,6 +415,79 @@ end, 20)
 check(vim.lsp.buf_is_attached(buf2, client_id), 'second.cuh is not attached to the running cudarace client')
 check(#cudarace.client_ids() == 1, string.format('%d cudarace clients for one project root', #cudarace.client_ids()))
 
+--- Opens `name` (written with `text`) in the project; returns its buffer.
+local function open_new(name, text)
+  local file = workdir .. '/' .. name
+  vim.fn.writefile(vim.split(text, '\n'), file)
+  vim.cmd('edit ' .. vim.fn.fnameescape(file))
+  local b = vim.api.nvim_get_current_buf()
+  wait_for(name .. ' to attach', 5000, function()
+    return vim.lsp.buf_is_attached(b, client_id)
+  end)
+  return b
+end
+
+local function diags_in(b, code)
+  local out = {}
+  for _, d in ipairs(vim.diagnostic.get(b)) do
+    if d.source == 'cudarace' and d.code == code then
+      table.insert(out, d)
+    end
+  end
+  return out
+end
+
+-- Barrier divergence in a second file ------------------------------------------------------------
+local t_div = now()
+local div = open_new('divergent.cu', table.concat({
+  '__global__ void partial_barrier(float *data) {',
+  '    __shared__ float tile[256];',
+  '    if (threadIdx.x < 128) {',
+  '        tile[threadIdx.x] = data[threadIdx.x];',
+  '        __syncthreads();',
+  '    }',
+  '}',
+}, '\n'))
+wait_for('a barrier-divergence diagnostic in divergent.cu', WAIT_MS, function()
+  local found = diags_in(div, 'barrier-divergence')
+  return #found > 0 and found[1].lnum == 4 and found[1].col == 8
+end)
+local div_ms = ms_since(t_div)
+
+-- A setting that changes the assumed launch ----------------------------------------------------
+-- Racy exactly when a block has more than 64 threads.
+local launch = open_new('launch.cu', '__global__ void wrap() {\n    __shared__ int s[64];\n    s[threadIdx.x % 64] = 1;\n}')
+local function launch_races()
+  return #diags_in(launch, 'data-race')
+end
+wait_for('the race in launch.cu with blockDim 256', WAIT_MS, function()
+  return launch_races() > 0
+end)
+local t_setting = now()
+cudarace.update_settings({ blockDim = '64', gridChecks = true })
+wait_for('the race in launch.cu to go with blockDim 64', WAIT_MS, function()
+  return launch_races() == 0
+end)
+local setting_ms = ms_since(t_setting)
+cudarace.update_settings({ blockDim = { 128 }, gridChecks = true })
+wait_for('the race in launch.cu to come back with blockDim 128', WAIT_MS, function()
+  return launch_races() > 0
+end)
+local wrap_race = diags_in(launch, 'data-race')[1]
+local launch_hover = vim.lsp.buf_request_sync(launch, 'textDocument/hover', {
+  textDocument = vim.lsp.util.make_text_document_params(launch),
+  position = { line = wrap_race.lnum, character = wrap_race.col },
+}, 10000)
+local launch_text = ''
+for _, response in pairs(launch_hover or {}) do
+  local contents = response.result and response.result.contents
+  if contents then
+    launch_text = launch_text .. table.concat(vim.lsp.util.convert_input_to_markdown_lines(contents), '\n')
+  end
+end
+check(launch_text:find('blockDim = (128, 1, 1)', 1, true) ~= nil,
+  'the witness does not assume the blockDim setting (128):\n' .. launch_text)
+
 -- Done ---------------------------------------------------------------------------------------------
 finished = true
 local v = vim.version()
@@ -377,6 +496,8 @@ say(string.format('open -> first diagnostic: %.0f ms', first_ms))
 say(string.format('open -> all expected diagnostics: %.0f ms', all_ms))
 say(string.format('verified code action offered after: %.0f ms (%q)', action_ms, verified.title))
 say(string.format('fix applied -> data-race diagnostics gone: %.0f ms', clear_ms))
+say(string.format('second file open -> divergence diagnostic: %.0f ms', div_ms))
+say(string.format('blockDim 256 -> 64: race gone after %.0f ms', setting_ms))
 say('hover: ' .. (hover_text:gsub('\n.*', '')))
 say('e2e: 1 passed, 0 failed')
 guard:stop()

@@ -9,6 +9,8 @@ import {
   CloseAction,
   CloseHandlerResult,
   DidChangeConfigurationNotification,
+  Disposable,
+  Emitter,
   ErrorAction,
   ErrorCodes,
   ErrorHandler,
@@ -72,24 +74,31 @@ interface Session {
  * EPIPE" errors, and an unhandled rejection inside vscode-jsonrpc for a request that fails to go.
  */
 class ServerWriter implements MessageWriter {
-  readonly onError: MessageWriter['onError'];
+  private readonly errors = new Emitter<[Error, Message | undefined, number | undefined]>();
+  readonly onError = this.errors.event;
   readonly onClose: MessageWriter['onClose'];
+  private readonly forwarding: Disposable;
 
   constructor(
     private readonly inner: MessageWriter,
     private readonly server: ServerProcess,
   ) {
-    this.onError = inner.onError;
     this.onClose = inner.onClose;
+    this.forwarding = inner.onError((event) => {
+      if (!this.gone(event[0])) this.errors.fire(event);
+    });
+  }
+
+  private gone(err: unknown): boolean {
+    const code = (err as NodeJS.ErrnoException | undefined)?.code;
+    return !this.server.running || code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED';
   }
 
   async write(message: Message): Promise<void> {
     try {
       await this.inner.write(message);
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      const gone = !this.server.running || code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED';
-      if (!gone) throw err;
+      if (!this.gone(err)) throw err;
     }
   }
 
@@ -98,6 +107,8 @@ class ServerWriter implements MessageWriter {
   }
 
   dispose(): void {
+    this.forwarding.dispose();
+    this.errors.dispose();
     this.inner.dispose();
   }
 }
@@ -253,6 +264,9 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
   const asked = Date.now();
   try {
     await created.start();
+    // start() also returns normally when the server died while starting (the failure is
+    // reported by the error handler).
+    if (created.state !== State.Running) return;
     const now = Date.now();
     output?.appendLine(
       `The server (pid ${current.server?.proc.pid}) answered initialize ${now - asked} ms after it was started, ` +

@@ -214,7 +214,8 @@ class Driver:
     def racy_file(self) -> None:
         print("2. reduce.cu: squiggles and Problems")
         started = self.open_file("reduce.cu")
-        self.wait_for("a squiggle in reduce.cu", lambda: self.squiggles(), LONG, 0.005)
+        # A server that does not start shows an error popup: fail with it at once.
+        self.wait_for("a squiggle in reduce.cu", lambda: self.squiggles() or self.no_error_popups(), LONG, 0.005)
         self.timings["open_to_first_squiggle_ms"] = (time.monotonic() - started) * 1000
         self.wait_for("the squiggle on `sdata[tid + s]`", lambda: self.squiggled("sdata[tid + s]"))
         self.wait_for("the squiggle on its partner `sdata[tid]`", lambda: self.squiggled("sdata[tid]", 1))
@@ -356,10 +357,12 @@ class Driver:
             if m:
                 self.timings["activation_to_server_ready_ms"] = float(m.group(2))
 
-    def no_error_popups(self) -> None:
+    def no_error_popups(self) -> bool:
+        """Fails if cudarace (or the client) popped up an error; else False."""
         popups = self.error_popups()
         if popups:
             raise Failure("error notifications: " + " | ".join(popups))
+        return False
 
 
 def main() -> int:
