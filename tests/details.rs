@@ -145,7 +145,7 @@ fn long_chains_of_continues_stay_shallow_and_sound() {
     assert!(
         k.findings
             .iter()
-            .all(|f| f.confidence == Confidence::Possible),
+            .all(|f| f.confidence != Confidence::Definite),
         "{k:#?}"
     );
 }
@@ -310,4 +310,75 @@ fn races_around_unmodelled_barriers_are_possible() {
     for f in &ks[0].findings {
         assert_eq!(f.confidence, Confidence::Possible, "{f:#?}");
     }
+}
+
+#[test]
+fn conditional_findings_name_their_condition() {
+    let fs = findings("witnesses/zero_stride_is_conditional.cu", Verdict::Racy);
+    for f in &fs {
+        assert_eq!(f.confidence, Confidence::Conditional, "{f:#?}");
+        assert_eq!(
+            f.condition.as_deref(),
+            Some("only if stride == 0"),
+            "{f:#?}"
+        );
+        assert!(f.message.ends_with("(only if stride == 0)"), "{f:#?}");
+    }
+    let fs = findings(
+        "witnesses/single_block_kernel_without_launch.cu",
+        Verdict::Racy,
+    );
+    assert_eq!(
+        fs[0].condition.as_deref(),
+        Some("only if launched with more than one block")
+    );
+    let fs = findings(
+        "witnesses/shared_out_of_bounds_is_conditional.cu",
+        Verdict::Racy,
+    );
+    assert_eq!(
+        fs[0].condition.as_deref(),
+        Some("only if the index into `s` is outside its 64 elements")
+    );
+}
+
+#[test]
+fn assumptions_switched_off_in_the_config_make_such_races_definite() {
+    let dir = tempdir_with_config(
+        "[assumptions]\npositive-sizes = false\nnon-negative-indices = false\n\
+         shared-in-bounds = false\nsingle-block-without-launch = false\n",
+    );
+    let config =
+        cudarace_analysis::config::Config::load(&dir.join("cudarace.toml")).expect("valid config");
+    assert_eq!(
+        config.assumptions,
+        cudarace_analysis::AssumptionSwitches::NONE
+    );
+    for rel in [
+        "witnesses/zero_stride_is_conditional.cu",
+        "witnesses/negative_index_is_conditional.cu",
+        "witnesses/shared_out_of_bounds_is_conditional.cu",
+        "witnesses/single_block_kernel_without_launch.cu",
+    ] {
+        let path = fixtures_dir().join(rel);
+        let text = std::fs::read_to_string(&path).expect("fixture is readable");
+        let mut opts = Options::default();
+        std::sync::Arc::new(config.clone()).apply(&mut opts);
+        let report = analyze_source(Some(&path), &text, &opts, pool());
+        let k = &report.kernels[0];
+        assert_eq!(k.verdict, Verdict::Racy, "{rel}: {k:#?}");
+        assert!(
+            k.findings
+                .iter()
+                .all(|f| f.confidence == Confidence::Definite && f.condition.is_none()),
+            "{rel}: {k:#?}"
+        );
+    }
+}
+
+fn tempdir_with_config(text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cudarace-details-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(dir.join("cudarace.toml"), text).expect("config written");
+    dir
 }

@@ -149,6 +149,7 @@ fn observe(text: &str, report: &FileReport) -> Vec<ObservedKernel> {
                     line: line_of(f.span),
                     related_lines: f.related.iter().map(|r| line_of(r.span)).collect(),
                     summary: summary(f),
+                    confidence: f.confidence.as_str().to_string(),
                 })
                 .collect(),
         })

@@ -72,6 +72,9 @@ pub struct Expectation {
     /// kernel name → verdict text as written (may hold `|` alternatives).
     /// A bare `// expect: V` applies to every kernel of the file (key `*`).
     pub verdicts: Vec<(String, String)>,
+    /// `// expect-confidence: conditional` or `kernel=definite|possible`: the confidences its
+    /// findings may have (any when absent).
+    pub confidences: Vec<(String, String)>,
 }
 
 impl Expectation {
@@ -79,6 +82,13 @@ impl Expectation {
     pub fn accepted(&self, kernel: &str) -> Option<Vec<&str>> {
         let own = self.verdicts.iter().find(|(k, _)| k == kernel);
         let any = self.verdicts.iter().find(|(k, _)| k == "*");
+        own.or(any).map(|(_, v)| v.split('|').collect())
+    }
+
+    /// The accepted confidences of `kernel`'s findings (`None`: any).
+    pub fn accepted_confidence(&self, kernel: &str) -> Option<Vec<&str>> {
+        let own = self.confidences.iter().find(|(k, _)| k == kernel);
+        let any = self.confidences.iter().find(|(k, _)| k == "*");
         own.or(any).map(|(_, v)| v.split('|').collect())
     }
 
@@ -94,18 +104,27 @@ impl Expectation {
 /// Parses `// expect: racy`, `// expect: racy|unknown` or `// expect: kernel_name=racy` lines.
 pub fn read_expectation(text: &str) -> Expectation {
     let mut verdicts = Vec::new();
+    let mut confidences = Vec::new();
     for line in text.lines() {
         let line = line.trim();
-        if let Some(rest) = line.strip_prefix("// expect:") {
-            for item in rest.split_whitespace() {
-                match item.split_once('=') {
-                    Some((k, v)) => verdicts.push((k.to_string(), v.to_string())),
-                    None => verdicts.push(("*".to_string(), item.to_string())),
-                }
+        let (rest, into) = if let Some(rest) = line.strip_prefix("// expect:") {
+            (rest, &mut verdicts)
+        } else if let Some(rest) = line.strip_prefix("// expect-confidence:") {
+            (rest, &mut confidences)
+        } else {
+            continue;
+        };
+        for item in rest.split_whitespace() {
+            match item.split_once('=') {
+                Some((k, v)) => into.push((k.to_string(), v.to_string())),
+                None => into.push(("*".to_string(), item.to_string())),
             }
         }
     }
-    Expectation { verdicts }
+    Expectation {
+        verdicts,
+        confidences,
+    }
 }
 
 /// What a marker comment says about its line.
@@ -210,6 +229,8 @@ pub struct ObservedFinding {
     pub related_lines: Vec<Option<u32>>,
     /// One-line description for failure messages.
     pub summary: String,
+    /// `definite`, `possible` or `conditional`.
+    pub confidence: String,
 }
 
 /// A kernel report as the comparison needs it.
@@ -297,6 +318,17 @@ pub fn compare(text: &str, kernels: &[ObservedKernel]) -> Vec<String> {
             _ => {}
         }
         for f in &k.findings {
+            if let Some(ok) = exp.accepted_confidence(&k.name) {
+                if !ok.contains(&f.confidence.as_str()) {
+                    problems.push(format!(
+                        "kernel `{}`: a {} finding where the fixture expects {}: {}",
+                        k.name,
+                        f.confidence,
+                        ok.join(" or "),
+                        f.summary
+                    ));
+                }
+            }
             if !marked(f.line, f.kind) {
                 problems.push(format!(
                     "kernel `{}`: {} finding at {} which is not marked `// {}`: {}",
@@ -410,6 +442,7 @@ mod tests {
             line: Some(line),
             related_lines: vec![Some(other)],
             summary: String::new(),
+            confidence: "definite".into(),
         }
     }
 
@@ -469,6 +502,7 @@ mod tests {
             line: Some(2),
             related_lines: vec![Some(1)],
             summary: String::new(),
+            confidence: "definite".into(),
         };
         assert!(compare(text, &[kernel("k", "divergent", vec![f])]).is_empty());
     }

@@ -89,6 +89,7 @@ impl Level {
 pub struct KindLevels {
     pub definite: Option<Level>,
     pub possible: Option<Level>,
+    pub conditional: Option<Level>,
 }
 
 /// The `[severity]` table. `None` where the file says nothing, so that each front end keeps its
@@ -112,6 +113,7 @@ impl Severities {
         match confidence {
             Confidence::Definite => levels.definite,
             Confidence::Possible => levels.possible,
+            Confidence::Conditional => levels.conditional,
         }
     }
 
@@ -122,6 +124,8 @@ impl Severities {
             .unwrap_or(match confidence {
                 Confidence::Definite => Level::Error,
                 Confidence::Possible => Level::Warning,
+                // Races that need values a caller would not pass: reported, not failing.
+                Confidence::Conditional => Level::Info,
             })
     }
 
@@ -163,6 +167,8 @@ pub struct Config {
     pub timeout_ms: Option<u64>,
     pub kernel_timeout_ms: Option<u64>,
     pub grid_checks: Option<bool>,
+    /// `[assumptions]`: which plausibility assumptions are made (all by default).
+    pub assumptions: cudarace_check::assumptions::AssumptionSwitches,
     /// `exclude` as written.
     pub exclude: Vec<String>,
     exclude_set: Option<GlobSet>,
@@ -225,6 +231,18 @@ struct RawConfig {
     frontend: Option<RawFrontend>,
     solver: Option<RawSolver>,
     severity: Option<RawSeverity>,
+    assumptions: Option<RawAssumptions>,
+}
+
+/// `[assumptions]`: each plausibility assumption can be turned off (see
+/// `cudarace_check::assumptions`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawAssumptions {
+    positive_sizes: Option<bool>,
+    non_negative_indices: Option<bool>,
+    shared_in_bounds: Option<bool>,
+    single_block_without_launch: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -286,6 +304,7 @@ impl<'de> Deserialize<'de> for KindLevels {
                 Ok(KindLevels {
                     definite: Some(level),
                     possible: Some(level),
+                    conditional: Some(level),
                 })
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KindLevels, A::Error> {
@@ -294,8 +313,12 @@ impl<'de> Deserialize<'de> for KindLevels {
                     match key.as_str() {
                         "definite" => out.definite = Some(map.next_value()?),
                         "possible" => out.possible = Some(map.next_value()?),
+                        "conditional" => out.conditional = Some(map.next_value()?),
                         other => {
-                            return Err(de::Error::unknown_field(other, &["definite", "possible"]))
+                            return Err(de::Error::unknown_field(
+                                other,
+                                &["definite", "possible", "conditional"],
+                            ))
                         }
                     }
                 }
@@ -373,6 +396,17 @@ impl Config {
             config.timeout_ms = solver.timeout_ms.map(|v| *v.get_ref());
             config.kernel_timeout_ms = solver.kernel_timeout_ms.map(|v| *v.get_ref());
             config.grid_checks = solver.grid_checks;
+        }
+        if let Some(a) = raw.assumptions {
+            let d = cudarace_check::assumptions::AssumptionSwitches::default();
+            config.assumptions = cudarace_check::assumptions::AssumptionSwitches {
+                positive_sizes: a.positive_sizes.unwrap_or(d.positive_sizes),
+                non_negative_indices: a.non_negative_indices.unwrap_or(d.non_negative_indices),
+                shared_in_bounds: a.shared_in_bounds.unwrap_or(d.shared_in_bounds),
+                single_block_without_launch: a
+                    .single_block_without_launch
+                    .unwrap_or(d.single_block_without_launch),
+            };
         }
         if let Some(s) = raw.severity {
             config.severity = Severities {
@@ -493,6 +527,7 @@ impl Config {
         if let Some(g) = self.grid_checks {
             opts.check.grid_checks = g;
         }
+        opts.check.assumptions = self.assumptions;
         opts.config = self.clone();
     }
 }

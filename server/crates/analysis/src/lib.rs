@@ -15,6 +15,7 @@ pub use driver::{
 pub use report::{FileReport, Summary};
 
 // The option types of the stages, so that users of this crate need not depend on them.
+pub use cudarace_check::assumptions::AssumptionSwitches;
 pub use cudarace_check::CheckOptions;
 pub use cudarace_ir as ir;
 pub use cudarace_solver::{Limits, SolverPool};

@@ -117,6 +117,11 @@ impl<'a> Encoder<'a> {
     }
 
     /// The symbolic size of one array dimension (constants, parameters and simple arithmetic).
+    /// The size of an array dimension as a term, when the checker can state it.
+    pub fn dim_size_term(&self, e: &Expr) -> Option<Term> {
+        self.dim_size(e)
+    }
+
     fn dim_size(&self, e: &Expr) -> Option<Term> {
         Some(match e {
             Expr::Int(n) => int(*n),
@@ -446,6 +451,7 @@ impl<'a> Encoder<'a> {
                 vars,
                 assertions,
                 preferred,
+                assumptions: vec![],
                 report,
             },
             reasons,

@@ -34,6 +34,7 @@
 //! sound: the kernel is flagged, and the reason says that its divergence was not decided.
 
 pub mod align;
+pub mod assumptions;
 pub mod divergence;
 pub mod encode;
 pub mod launch;
@@ -60,6 +61,8 @@ pub struct CheckOptions {
     pub limits: Limits,
     /// Check pairs of threads in different blocks on global memory.
     pub grid_checks: bool,
+    /// Plausibility assumptions (see [`assumptions`]); a race that breaks one is conditional.
+    pub assumptions: assumptions::AssumptionSwitches,
 }
 
 impl Default for CheckOptions {
@@ -68,6 +71,7 @@ impl Default for CheckOptions {
             launch_override: LaunchConfig::default(),
             limits: Limits::default(),
             grid_checks: true,
+            assumptions: assumptions::AssumptionSwitches::default(),
         }
     }
 }
@@ -115,6 +119,9 @@ enum Item {
         /// Per disjunct of the query: the disjunct and thread A's cell in it (for the witness).
         cells: Vec<(Term, Vec<Term>)>,
         same_value: Option<i64>,
+        /// What breaking each plausibility assumption of the query means (same order as the
+        /// query's `assumptions`).
+        assumed: Vec<(Term, assumptions::Broken)>,
     },
     Divergence {
         span: Span,
@@ -167,6 +174,20 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
     grid_used[0] = true;
     let launch = launch::resolve(file, kernel, &opts.launch_override, block_used, grid_used);
     meta.assumed_launch = launch.describe();
+    let roles = assumptions::param_roles(kernel);
+    let mut kernel_assumptions = assumptions::param_assumptions(kernel, &roles, &opts.assumptions);
+    let launched = file.launch_sites.iter().any(|s| s.kernel == kernel.name);
+    let grid_fixed = launch
+        .grid
+        .iter()
+        .all(|d| matches!(d, launch::DimSpec::Fixed(_)));
+    if !grid_fixed {
+        kernel_assumptions.extend(assumptions::launch_assumptions(
+            p.grid_dims_used,
+            launched,
+            &opts.assumptions,
+        ));
+    }
     let enc = Encoder {
         p: &p,
         kernel,
@@ -316,12 +337,37 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             ));
         }
         let n_disj = disjuncts.len();
+        // Plausibility assumptions of this pair: the kernel's (parameters, launch) and the
+        // cell's, renamed like the query after the disjuncts and cells.
+        let ways: Vec<(Term, Vec<Term>)> = disjuncts.iter().cloned().zip(cells.clone()).collect();
+        let mut pair_assumptions: Vec<assumptions::Assumption> = kernel_assumptions.clone();
+        pair_assumptions.extend(assumptions::cell_assumptions(
+            &enc,
+            kernel,
+            xa.array,
+            &ways,
+            &opts.assumptions,
+        ));
+        let extra_len = extra.len();
+        extra.extend(pair_assumptions.iter().map(|a| a.term.clone()));
         let encode::Finished {
-            query: q,
+            query: mut q,
             reasons,
-            extra,
+            mut extra,
             unknowns,
         } = enc.finish_full(vec![terms::or(disjuncts)], extra);
+        let renamed_assumptions: Vec<Term> = extra.split_off(extra_len.min(extra.len()));
+        // Only assumptions about values the query has (a parameter the pair never mentions
+        // cannot be what makes it racy).
+        let mut assumed = Vec::new();
+        for (t, a) in renamed_assumptions.into_iter().zip(pair_assumptions) {
+            let mut names = std::collections::BTreeSet::new();
+            terms::collect_vars(&t, &mut names);
+            if names.iter().all(|n| q.vars.contains_key(n)) {
+                q.assumptions.push(t.clone());
+                assumed.push((t, a.broken));
+            }
+        }
         let witness_cells: Vec<(Term, Vec<Term>)> = (0..n_disj)
             .map(|i| {
                 let start = n_disj + i * arity;
@@ -364,6 +410,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             unknowns,
             cells: witness_cells,
             same_value,
+            assumed,
         });
     }
 
@@ -448,6 +495,7 @@ fn race_finding(
         unknowns,
         cells,
         same_value,
+        assumed,
     } = item
     else {
         return None;
@@ -500,7 +548,22 @@ fn race_finding(
             " (both store the same value {v}; still a race in the CUDA memory model)"
         ));
     }
-    let (confidence, confidence_reason) = confidence(&reasons, may_sync);
+    let (mut confidence, mut confidence_reason) = confidence(&reasons, may_sync);
+    // The solver returns a witness that breaks an assumption only when none keeps them all.
+    let broken: Vec<String> = assumed
+        .iter()
+        .filter(|(t, _)| witness::eval_bool(t, model) == Some(false))
+        .map(|(_, b)| b.describe(model))
+        .collect();
+    let condition = (!broken.is_empty()).then(|| format!("only if {}", broken.join(" and ")));
+    if let Some(c) = &condition {
+        confidence_reason = match confidence {
+            Confidence::Definite => format!("the race needs values a caller would not pass: {c}"),
+            _ => format!("the race needs values a caller would not pass: {c}; {confidence_reason}"),
+        };
+        confidence = Confidence::Conditional;
+        message.push_str(&format!(" ({c})"));
+    }
     Some(Finding {
         kind: FindingKind::DataRace,
         array: Some(array.clone()),
@@ -516,6 +579,7 @@ fn race_finding(
         witness: w,
         same_value_write: same_value.is_some(),
         barrier: None,
+        condition,
     })
 }
 
@@ -587,6 +651,7 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
         witness: w,
         same_value_write: false,
         barrier: Some(scope),
+        condition: None,
     })
 }
 

@@ -51,6 +51,20 @@ pub enum Confidence {
     Definite,
     /// The witness depends on an unknown value (data, an opaque call, …); the reason says which.
     Possible,
+    /// Every witness breaks a plausibility assumption (a size or stride below 1, a negative
+    /// index, a second block for a kernel that is not launched with one, …); the finding's
+    /// `condition` says which (`only if ldc < 1`).
+    Conditional,
+}
+
+impl Confidence {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Definite => "definite",
+            Confidence::Possible => "possible",
+            Confidence::Conditional => "conditional",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -128,6 +142,10 @@ pub struct Finding {
     /// Divergence only: the scope of the barrier that diverges.
     #[serde(default)]
     pub barrier: Option<BarrierScope>,
+    /// Conditional findings: what the witness needs that a reader would not assume
+    /// (`only if ldc < 1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
 }
 
 /// The result of checking one kernel.

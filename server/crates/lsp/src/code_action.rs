@@ -712,6 +712,7 @@ mod tests {
             kind: FindingKind::BarrierDivergence,
             array: None,
             barrier: Some(cudarace_ir::BarrierScope::Block),
+            condition: None,
             related: vec![Related {
                 span: span_of(TEXT, "t"),
                 message: "condition".into(),

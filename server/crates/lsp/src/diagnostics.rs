@@ -64,7 +64,8 @@ pub fn lsp_severity(level: Level) -> Option<DiagnosticSeverity> {
 }
 
 /// A finding's severity: cudarace.toml's `[severity]` where it sets one, else the editor's
-/// defaults (definite: Warning; possible: the `possibleSeverity` setting). `None`: not shown.
+/// defaults (definite: Warning; possible: the `possibleSeverity` setting; conditional: Hint).
+/// `None`: not shown.
 pub fn severity(
     finding: &Finding,
     settings: &Settings,
@@ -75,6 +76,9 @@ pub fn severity(
         None => Some(match finding.confidence {
             Confidence::Definite => DiagnosticSeverity::WARNING,
             Confidence::Possible => settings.possible_severity.lsp(),
+            // Races that need implausible values: a hint (dotted underline), with the
+            // condition in the message.
+            Confidence::Conditional => DiagnosticSeverity::HINT,
         }),
     }
 }
@@ -305,6 +309,7 @@ pub(crate) mod tests {
                 },
                 same_value_write: false,
                 barrier: None,
+                condition: None,
             }],
             assumed_launch: "blockDim=(1..1024, 1, 1) gridDim=(symbolic, 1, 1)".into(),
             time_ms: 3.0,

@@ -39,10 +39,7 @@ pub fn finding_markdown(report: &KernelReport, finding: &Finding) -> String {
         ),
         FindingKind::BarrierDivergence => "**barrier divergence**".to_string(),
     };
-    let confidence = match finding.confidence {
-        Confidence::Definite => "definite",
-        Confidence::Possible => "possible",
-    };
+    let confidence = finding.confidence.as_str();
     let _ = writeln!(md, "{what} in kernel `{}` ({confidence})\n", report.name);
     let _ = writeln!(md, "{}\n", finding.message);
     let _ = writeln!(md, "| | thread A | thread B |\n|---|---|---|");
@@ -108,6 +105,10 @@ fn confidence_sentence(finding: &Finding) -> String {
     let (label, generic) = match finding.confidence {
         Confidence::Definite => ("Definite", "the witness depends on no unknown value"),
         Confidence::Possible => ("Possible", "the witness depends on an unknown value"),
+        Confidence::Conditional => (
+            "Conditional",
+            "the race needs values a caller would not pass",
+        ),
     };
     let reason = finding.confidence_reason.trim().trim_end_matches('.');
     if reason.is_empty() {

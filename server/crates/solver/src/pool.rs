@@ -413,6 +413,7 @@ mod tests {
             vars: [("x".to_string(), crate::Sort::Int)].into_iter().collect(),
             assertions: vec![Term::eq(Term::var("x"), Term::Int(4))],
             preferred: vec![],
+            assumptions: vec![],
             report: vec!["x".to_string()],
         };
         let answer = pool.solve(q, Limits::default());

@@ -144,57 +144,118 @@ fn solve_inner(
     definitions.append(&mut assertions);
     let assertions = definitions;
 
-    // Attempts in order: (solver, with the preferred constraints, share of rlimit). Every
-    // attempt uses a fresh solver object, never push/pop, so that no state leaks between
-    // attempts or queries.
-    let attempts = [
-        (Engine::Fast, true, FAST_SHARE),
-        (Engine::Fast, false, FAST_SHARE),
-        (Engine::Full, true, PREFERRED_SHARE),
-        (Engine::Full, false, 1),
-    ];
-    let mut preferred_inconsistent = preferred.is_empty();
+    // Plausibility assumptions: a malformed one is dropped like a preferred constraint (the
+    // answer then merely does not prefer it).
+    let assumptions: Vec<Bool> = query
+        .assumptions
+        .iter()
+        .filter_map(|t| match enc.bool(t) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                tracing::warn!("dropping malformed assumption: {e}");
+                None
+            }
+        })
+        .collect();
+    // The definitions of names the preferred constraints and assumptions introduced.
+    // (first, like the others).
+    let mut late = enc.take_definitions();
+    late.extend(assertions);
+    let assertions = late;
+
+    // Per engine, the checks in order: the assumptions and the preferred constraints together
+    // (the plausible, small witness); then nothing extra (decides sat vs unsat); then, only when
+    // that model breaks an assumption and the first check failed because of the preferred
+    // constraints, the assumptions alone. An unsat query costs two checks, as without
+    // assumptions. Every check uses a fresh solver object, never push/pop, so that no state
+    // leaks between checks or queries.
+    let mut both_inconsistent = preferred.is_empty() && assumptions.is_empty();
+    let mut assumptions_inconsistent = assumptions.is_empty();
     let mut last_reason = String::new();
-    let mut fast_gave_up = false;
-    for (engine, with_preferred, share) in attempts {
-        if (with_preferred && preferred_inconsistent)
-            || (matches!(engine, Engine::Fast) && fast_gave_up)
-        {
-            continue;
-        }
-        if cancelled() {
-            return Answer::Unknown("cancelled".to_string());
-        }
-        if timer.fired() || start.elapsed() >= budget {
-            return Answer::Unknown("timeout".to_string());
-        }
-        let solver = engine.solver();
-        let rlimit = match engine {
-            Engine::Fast => (limits.rlimit / share).min(FAST_RLIMIT_CAP),
-            Engine::Full => limits.rlimit / share,
+    for engine in [Engine::Fast, Engine::Full] {
+        let extra_share = match engine {
+            Engine::Fast => FAST_SHARE,
+            Engine::Full => PREFERRED_SHARE,
         };
-        set_rlimit(&solver, rlimit);
-        for a in &assertions {
-            solver.assert(a);
-        }
-        if with_preferred {
-            for p in &preferred {
-                solver.assert(p);
+        let plain_share = match engine {
+            Engine::Fast => FAST_SHARE,
+            Engine::Full => 1,
+        };
+        let check = |with: &[&[Bool]], share: u64| -> Result<CheckResult, Answer> {
+            if cancelled() {
+                return Err(Answer::Unknown("cancelled".to_string()));
+            }
+            if timer.fired() || start.elapsed() >= budget {
+                return Err(Answer::Unknown("timeout".to_string()));
+            }
+            let solver = engine.solver();
+            let rlimit = match engine {
+                Engine::Fast => (limits.rlimit / share).min(FAST_RLIMIT_CAP),
+                Engine::Full => limits.rlimit / share,
+            };
+            set_rlimit(&solver, rlimit);
+            for a in &assertions {
+                solver.assert(a);
+            }
+            for set in with {
+                for c in set.iter() {
+                    solver.assert(c);
+                }
+            }
+            Ok(match solver.check() {
+                SatResult::Sat => CheckResult::Sat(solver),
+                SatResult::Unsat => CheckResult::Unsat,
+                SatResult::Unknown => {
+                    CheckResult::Unknown(solver.get_reason_unknown().unwrap_or_default())
+                }
+            })
+        };
+        if !both_inconsistent {
+            match check(&[&assumptions, &preferred], extra_share) {
+                Err(a) => return a,
+                Ok(CheckResult::Sat(solver)) => {
+                    timer.disarm();
+                    return sat_answer(&solver, &enc, query);
+                }
+                Ok(CheckResult::Unsat) => {
+                    both_inconsistent = true;
+                    if preferred.is_empty() {
+                        assumptions_inconsistent = true;
+                    }
+                }
+                Ok(CheckResult::Unknown(r)) => {
+                    last_reason = r;
+                    // The fast engine gave up: dropping constraints will not help it, so the
+                    // budget goes to the full engine.
+                    if matches!(engine, Engine::Fast) {
+                        continue;
+                    }
+                }
             }
         }
-        match solver.check() {
-            SatResult::Sat => {
+        let plain = match check(&[], plain_share) {
+            Err(a) => return a,
+            Ok(CheckResult::Sat(solver)) => solver,
+            Ok(CheckResult::Unsat) => return Answer::Unsat,
+            Ok(CheckResult::Unknown(r)) => {
+                last_reason = r;
+                continue;
+            }
+        };
+        if assumptions_inconsistent || satisfies_all(&plain, &assumptions) {
+            timer.disarm();
+            return sat_answer(&plain, &enc, query);
+        }
+        let plain_answer = sat_answer(&plain, &enc, query);
+        drop(plain);
+        match check(&[&assumptions], extra_share) {
+            Ok(CheckResult::Sat(solver)) => {
                 timer.disarm();
                 return sat_answer(&solver, &enc, query);
             }
-            SatResult::Unsat if with_preferred => preferred_inconsistent = true,
-            SatResult::Unsat => return Answer::Unsat,
-            SatResult::Unknown => {
-                last_reason = solver.get_reason_unknown().unwrap_or_default();
-                // The fast engine gave up: dropping the preferred constraints will not help it,
-                // so the budget goes to the full engine.
-                fast_gave_up |= matches!(engine, Engine::Fast);
-            }
+            // Not decided whether a plausible witness exists: the model found is still a
+            // witness (the caller reports the assumptions it breaks).
+            Ok(_) | Err(_) => return plain_answer,
         }
     }
     if cancelled() {
@@ -204,6 +265,22 @@ fn solve_inner(
         &last_reason,
         timer.fired() || start.elapsed() >= budget,
     ))
+}
+
+enum CheckResult {
+    Sat(Solver),
+    Unsat,
+    Unknown(String),
+}
+
+/// Whether the solver's model makes every assumption true (model completion on).
+fn satisfies_all(solver: &Solver, assumptions: &[Bool]) -> bool {
+    let Some(model) = solver.get_model() else {
+        return false;
+    };
+    assumptions
+        .iter()
+        .all(|a| model.eval(a, true).and_then(|v| v.as_bool()) == Some(true))
 }
 
 /// Share of `rlimit` for each attempt with the fast engine, and a cap on it. The `smt`

@@ -200,6 +200,11 @@ pub struct Query {
     /// Extra constraints tried first for a small, readable witness (e.g. `blockDim.x <= 64`);
     /// dropped if the query is unsatisfiable with them. They never change sat vs unsat.
     pub preferred: Vec<Term>,
+    /// Plausibility assumptions (sizes and strides at least 1, indices in bounds, …): a `sat`
+    /// answer's model satisfies all of them whenever some model does. Unlike `assertions` they
+    /// never turn sat into unsat: when no model satisfies them, the answer is a model that
+    /// breaks some (the caller evaluates them on it to say which).
+    pub assumptions: Vec<Term>,
     /// Variables whose values a `sat` answer reports.
     pub report: Vec<String>,
 }

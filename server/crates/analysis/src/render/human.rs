@@ -9,7 +9,7 @@ use codespan_reporting::diagnostic::{Diagnostic, Label, Severity};
 use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::termcolor::{Buffer, Color, ColorSpec, WriteColor};
 use codespan_reporting::term::{self, Config};
-use cudarace_ir::{Confidence, FindingKind, Span, Verdict};
+use cudarace_ir::{FindingKind, Span, Verdict};
 use std::io::Write;
 use std::ops::Range;
 use std::sync::Arc;
@@ -237,10 +237,7 @@ fn render_file(out: &mut Buffer, report: &FileReport) {
                 };
                 labels.extend(label(&db, report, false, rel.span, message));
             }
-            let confidence = match finding.confidence {
-                Confidence::Definite => "definite",
-                Confidence::Possible => "possible",
-            };
+            let confidence = finding.confidence.as_str();
             let mut notes = vec![
                 format!("{confidence}: {}", finding.confidence_reason),
                 format!(

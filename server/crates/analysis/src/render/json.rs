@@ -6,9 +6,10 @@
 //!  "tool": {"name", "version"},
 //!  "kernels": [{"file", "name", "line", "column", "verdict", "reason"?, "assumed_launch",
 //!               "time_ms", "queries", "findings"}],
-//!  "findings": [{"kind", "array"?, "confidence", "confidence_reason", "file", "kernel",
+//!  "findings": [{"kind", "array"?, "confidence" ("definite"|"possible"|"conditional"), "confidence_reason", "file", "kernel",
 //!                "line", "column", "end_line", "end_column", "message", "same_value_write", "same_value",
 //!                "barrier"? ("block"|"warp"|"grid", divergence only),
+//!                "condition"? (confidence "conditional" only: "only if ldc < 1"),
 //!                "severity" ("error"|"warning"|"info"|"off"), "suppressed",
 //!                "suppression"? {"by": "comment"|"config", "file"?, "line"?, "reason"?},
 //!                "related": [{"file", "line", "column", "end_line", "end_column", "message"}],
@@ -136,6 +137,9 @@ pub fn json(reports: &[FileReport]) -> Value {
                 f.insert("same_value".into(), json!(finding.same_value_write));
                 if let Some(scope) = finding.barrier {
                     f.insert("barrier".into(), json!(scope.as_str()));
+                }
+                if let Some(c) = &finding.condition {
+                    f.insert("condition".into(), json!(c));
                 }
                 f.insert("severity".into(), json!(report.level(finding).as_str()));
                 let suppression = report.suppression(k, fi);

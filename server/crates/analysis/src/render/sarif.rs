@@ -6,7 +6,7 @@ use super::{file_name, report_name, witness_lines, Positions, Range1};
 use crate::config::Level;
 use crate::report::FileReport;
 use crate::suppress::Suppression;
-use cudarace_ir::{Confidence, FindingKind, Span, Verdict};
+use cudarace_ir::{FindingKind, Span, Verdict};
 use serde_json::{json, Value};
 use std::path::{Component, Path};
 
@@ -151,10 +151,7 @@ pub fn sarif(reports: &[FileReport], base: Option<&Path>) -> Value {
                 let mut text = finding.message.clone();
                 text.push_str(&format!(
                     " ({}: {})",
-                    match finding.confidence {
-                        Confidence::Definite => "definite",
-                        Confidence::Possible => "possible",
-                    },
+                    finding.confidence.as_str(),
                     finding.confidence_reason
                 ));
                 let witness = witness_lines(&finding.witness, finding.array.as_deref(), is_race);
@@ -194,6 +191,9 @@ pub fn sarif(reports: &[FileReport], base: Option<&Path>) -> Value {
                         "witness": finding.witness,
                     },
                 });
+                if let Some(c) = &finding.condition {
+                    result["properties"]["condition"] = Value::String(c.clone());
+                }
                 if !suppressions.is_empty() {
                     result["suppressions"] = Value::Array(suppressions);
                 }

@@ -65,6 +65,7 @@ pub fn racy_file() -> FileReport {
         },
         same_value_write: false,
         barrier: None,
+        condition: None,
     };
     let divergence = Finding {
         kind: FindingKind::BarrierDivergence,
@@ -90,6 +91,7 @@ pub fn racy_file() -> FileReport {
         },
         same_value_write: false,
         barrier: Some(BarrierScope::Block),
+        condition: None,
     };
     let reduce_start = t.find("__global__ void reduce").unwrap();
     let copy_start = t.find("__global__ void copy").unwrap();

@@ -33,6 +33,7 @@ pub fn query(ints: &[&str], assertions: Vec<Term>, report: &[&str]) -> Query {
             .collect::<BTreeMap<_, _>>(),
         assertions,
         preferred: vec![],
+        assumptions: vec![],
         report: report.iter().map(|s| s.to_string()).collect(),
     }
 }

@@ -1,0 +1,356 @@
+//! Plausibility assumptions: what any reader of a kernel takes for granted about its arguments
+//! and launch, each named and each switchable off (`[assumptions]` in `cudarace.toml`).
+//!
+//! They never hide a race. The solver looks for a witness that satisfies them first; a race
+//! whose every witness breaks one of them is still reported, but *conditional*, with the
+//! condition it needs in words (`only if ldc < 1`). So a definite finding is one that happens
+//! with sizes, strides and indices a CUDA programmer would pass.
+//!
+//! - `positive-sizes`: an integer parameter used as a stride, leading dimension, step or
+//!   divisor (multiplied into an index, added to a loop counter in its step, dividing) is at
+//!   least 1; one compared with an index or a loop counter (a size, a bound) is at least 0.
+//! - `non-negative-indices`: the cell of a kernel's pointer parameter that two threads meet on
+//!   has non-negative coordinates (the pointer is the start of the buffer).
+//! - `shared-in-bounds`: the cell of a `__shared__` array with a declared size is inside it.
+//! - `single-block-without-launch`: a kernel that never reads `blockIdx` or `gridDim` and that
+//!   the file never launches is launched with one block (cross-block races need more).
+
+use crate::encode::Encoder;
+use crate::terms::*;
+use cudarace_ir::{ArrayOrigin, BinOp, Block, Expr, Kernel, MemSpace, ParamId, ScalarType, Stmt};
+use cudarace_solver::Term;
+use std::collections::BTreeMap;
+
+/// Which assumptions are made (all by default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AssumptionSwitches {
+    pub positive_sizes: bool,
+    pub non_negative_indices: bool,
+    pub shared_in_bounds: bool,
+    pub single_block_without_launch: bool,
+}
+
+impl Default for AssumptionSwitches {
+    fn default() -> Self {
+        AssumptionSwitches {
+            positive_sizes: true,
+            non_negative_indices: true,
+            shared_in_bounds: true,
+            single_block_without_launch: true,
+        }
+    }
+}
+
+impl AssumptionSwitches {
+    pub const NONE: AssumptionSwitches = AssumptionSwitches {
+        positive_sizes: false,
+        non_negative_indices: false,
+        shared_in_bounds: false,
+        single_block_without_launch: false,
+    };
+}
+
+/// One assumption of one query: the term (in the query's names) and what breaking it means, in
+/// words, given the witness's values.
+#[derive(Debug, Clone)]
+pub struct Assumption {
+    pub term: Term,
+    pub broken: Broken,
+}
+
+#[derive(Debug, Clone)]
+pub enum Broken {
+    /// `param.NAME >= min`.
+    Param { name: String, min: i64 },
+    /// An index into a pointer parameter is negative.
+    NegativeIndex { array: String },
+    /// An index into a shared array is outside its declared size.
+    OutOfBounds { array: String, size: String },
+    /// More than one block.
+    SeveralBlocks,
+}
+
+impl Broken {
+    /// "ldc < 1", "stride == 0", "the index into `y` is negative", …
+    pub fn describe(&self, model: &BTreeMap<String, i64>) -> String {
+        match self {
+            Broken::Param { name, min } => {
+                let value = model.get(&format!("param.{name}")).copied();
+                match (min, value) {
+                    (1, Some(0)) => format!("{name} == 0"),
+                    (1, _) => format!("{name} < 1"),
+                    (m, _) => format!("{name} < {m}"),
+                }
+            }
+            Broken::NegativeIndex { array } => format!("the index into `{array}` is negative"),
+            Broken::OutOfBounds { array, size } => {
+                format!("the index into `{array}` is outside its {size} elements")
+            }
+            Broken::SeveralBlocks => "launched with more than one block".into(),
+        }
+    }
+}
+
+/// What an integer parameter is used as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    /// Compared with something (a size or a bound): at least 0.
+    Bound,
+    /// Multiplied into an index, a loop step, or a divisor: at least 1.
+    Stride,
+}
+
+/// The roles of the kernel's integer parameters, from how the body uses them.
+pub fn param_roles(kernel: &Kernel) -> BTreeMap<ParamId, Role> {
+    let mut roles = BTreeMap::new();
+    let is_int_param = |p: &ParamId| {
+        kernel
+            .params
+            .get(p.0 as usize)
+            .is_some_and(|p| p.value.is_none() && matches!(p.ty, ScalarType::Int { .. }))
+    };
+    let mark = |e: &Expr, role: Role, roles: &mut BTreeMap<ParamId, Role>| {
+        if let Expr::Param(p) = strip_casts(e) {
+            if is_int_param(p) {
+                let r = roles.entry(*p).or_insert(role);
+                *r = (*r).max(role);
+            }
+        }
+    };
+    walk_block(&kernel.body, &mut |e, in_step| {
+        let Expr::Binary(op, a, b) = e else { return };
+        match op {
+            BinOp::Div | BinOp::Rem => mark(b, Role::Stride, &mut roles),
+            BinOp::Mul => {
+                // A product of a parameter and a non-constant: a stride or a leading dimension.
+                if !matches!(strip_casts(b), Expr::Int(_)) {
+                    mark(a, Role::Stride, &mut roles);
+                }
+                if !matches!(strip_casts(a), Expr::Int(_)) {
+                    mark(b, Role::Stride, &mut roles);
+                }
+            }
+            BinOp::Add | BinOp::Sub if in_step => {
+                mark(a, Role::Stride, &mut roles);
+                mark(b, Role::Stride, &mut roles);
+            }
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
+                mark(a, Role::Bound, &mut roles);
+                mark(b, Role::Bound, &mut roles);
+            }
+            _ => {}
+        }
+    });
+    roles
+}
+
+fn strip_casts(e: &Expr) -> &Expr {
+    match e {
+        Expr::Cast(_, a) => strip_casts(a),
+        other => other,
+    }
+}
+
+/// Every expression of the block (not stored values: data does not size anything), with
+/// whether it is part of a loop's step.
+fn walk_block(b: &Block, f: &mut dyn FnMut(&Expr, bool)) {
+    for s in b {
+        walk_stmt(s, f, false);
+    }
+}
+
+fn walk_stmt(s: &Stmt, f: &mut dyn FnMut(&Expr, bool), in_step: bool) {
+    match s {
+        Stmt::Assign { value, .. } => walk_expr(value, f, in_step),
+        Stmt::Access(a) => {
+            for i in &a.index {
+                walk_expr(i, f, in_step);
+            }
+        }
+        Stmt::If {
+            cond,
+            then_branch,
+            else_branch,
+            ..
+        } => {
+            walk_expr(cond, f, in_step);
+            for s in then_branch.iter().chain(else_branch) {
+                walk_stmt(s, f, in_step);
+            }
+        }
+        Stmt::Loop(l) => {
+            for s in l.init.iter().chain(&l.cond_effects).chain(&l.body) {
+                walk_stmt(s, f, in_step);
+            }
+            if let Some(c) = &l.cond {
+                walk_expr(c, f, in_step);
+            }
+            for s in &l.step {
+                walk_stmt(s, f, true);
+            }
+        }
+        Stmt::Assume { cond, .. } => walk_expr(cond, f, in_step),
+        Stmt::Barrier(_)
+        | Stmt::Return { .. }
+        | Stmt::Break { .. }
+        | Stmt::Continue { .. }
+        | Stmt::Opaque(_) => {}
+    }
+}
+
+fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Expr, bool), in_step: bool) {
+    f(e, in_step);
+    match e {
+        Expr::Unary(_, a) | Expr::Cast(_, a) => walk_expr(a, f, in_step),
+        Expr::Binary(_, a, b) => {
+            walk_expr(a, f, in_step);
+            walk_expr(b, f, in_step);
+        }
+        Expr::Ite(c, a, b) => {
+            walk_expr(c, f, in_step);
+            walk_expr(a, f, in_step);
+            walk_expr(b, f, in_step);
+        }
+        _ => {}
+    }
+}
+
+/// The parameter assumptions of a kernel (before renaming: parameters keep their names).
+pub fn param_assumptions(
+    kernel: &Kernel,
+    roles: &BTreeMap<ParamId, Role>,
+    switches: &AssumptionSwitches,
+) -> Vec<Assumption> {
+    if !switches.positive_sizes {
+        return vec![];
+    }
+    roles
+        .iter()
+        .filter_map(|(p, role)| {
+            let prm = kernel.params.get(p.0 as usize)?;
+            let min = match role {
+                Role::Stride => 1,
+                Role::Bound => 0,
+            };
+            // An unsigned parameter is at least 0 by its type already.
+            if min == 0 && matches!(prm.ty, ScalarType::Int { signed: false, .. }) {
+                return None;
+            }
+            Some(Assumption {
+                term: le(int(min), Term::Var(format!("param.{}", prm.name).into())),
+                broken: Broken::Param {
+                    name: prm.name.clone(),
+                    min,
+                },
+            })
+        })
+        .collect()
+}
+
+/// The launch assumption of a kernel: one block when it never reads `blockIdx`/`gridDim` and
+/// the file never launches it.
+pub fn launch_assumptions(
+    grid_used: [bool; 3],
+    launched: bool,
+    switches: &AssumptionSwitches,
+) -> Vec<Assumption> {
+    if !switches.single_block_without_launch || launched || grid_used.iter().any(|u| *u) {
+        return vec![];
+    }
+    vec![Assumption {
+        term: and(["x", "y", "z"]
+            .iter()
+            .map(|d| eq(Term::Var(format!("gridDim.{d}").into()), int(1)))
+            .collect()),
+        broken: Broken::SeveralBlocks,
+    }]
+}
+
+/// The index assumptions of one access pair: for each way of meeting (`disjunct`, thread A's
+/// `cell` in it), the cell is a plausible one of `array`.
+pub fn cell_assumptions(
+    enc: &Encoder,
+    kernel: &Kernel,
+    array: cudarace_ir::ArrayId,
+    ways: &[(Term, Vec<Term>)],
+    switches: &AssumptionSwitches,
+) -> Vec<Assumption> {
+    let Some(arr) = kernel.arrays.get(array.0 as usize) else {
+        return vec![];
+    };
+    let mut out = Vec::new();
+    match (arr.space, &arr.origin) {
+        (MemSpace::Global, ArrayOrigin::Param(_)) if switches.non_negative_indices => {
+            let parts: Vec<Term> = ways
+                .iter()
+                .filter(|(_, cell)| !cell.is_empty())
+                .map(|(d, cell)| {
+                    Term::implies(
+                        d.clone(),
+                        and(cell.iter().map(|c| le(int(0), c.clone())).collect()),
+                    )
+                })
+                .collect();
+            if !parts.is_empty() {
+                out.push(Assumption {
+                    term: and(parts),
+                    broken: Broken::NegativeIndex {
+                        array: arr.name.clone(),
+                    },
+                });
+            }
+        }
+        (MemSpace::Shared, ArrayOrigin::SharedDecl) if switches.shared_in_bounds => {
+            // Constant sizes only: a size given by a parameter would add a variable the query
+            // may not have.
+            let dims: Option<Vec<Term>> = arr
+                .dims
+                .iter()
+                .map(|d| {
+                    d.as_ref()
+                        .and_then(|e| enc.dim_size_term(e))
+                        .filter(|t| as_int(t).is_some_and(|n| n > 0))
+                })
+                .collect();
+            let Some(dims) = dims else { return out };
+            if dims.is_empty() {
+                return out;
+            }
+            let total = dims.iter().cloned().reduce(mul).unwrap_or_else(|| int(1));
+            let size_text = match as_int(&total) {
+                Some(n) => n.to_string(),
+                None => "declared".into(),
+            };
+            let parts: Vec<Term> = ways
+                .iter()
+                .filter_map(|(d, cell)| {
+                    let bounds: Vec<Term> = if cell.len() == dims.len() {
+                        cell.iter()
+                            .zip(&dims)
+                            .flat_map(|(c, n)| [le(int(0), c.clone()), lt(c.clone(), n.clone())])
+                            .collect()
+                    } else if cell.len() == 1 {
+                        vec![
+                            le(int(0), cell[0].clone()),
+                            lt(cell[0].clone(), total.clone()),
+                        ]
+                    } else {
+                        return None;
+                    };
+                    Some(Term::implies(d.clone(), and(bounds)))
+                })
+                .collect();
+            if !parts.is_empty() {
+                out.push(Assumption {
+                    term: and(parts),
+                    broken: Broken::OutOfBounds {
+                        array: arr.name.clone(),
+                        size: size_text,
+                    },
+                });
+            }
+        }
+        _ => {}
+    }
+    out
+}
