@@ -10,7 +10,7 @@
 //  - --expect-no-server: no server binary is in the zip.
 // Exits non-zero with one line per failed check.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix } from 'node:path';
@@ -167,7 +167,12 @@ if (expectServer) {
       writeFileSync(target, extract(buf, entry), { mode: entry.mode ?? 0o644 });
       const here = dirname(fileURLToPath(import.meta.url));
       // Built by `node scripts/build.mjs --tests`.
-      const { resolveServerPath } = createRequire(import.meta.url)(join(here, '..', 'out', 'lib', 'serverPath.js'));
+      const resolver = join(here, '..', 'out', 'lib', 'serverPath.js');
+      if (!existsSync(resolver)) {
+        console.error(`${file}: ${resolver} is missing: run \`node scripts/build.mjs --tests\` first (--expect-server runs the extension's own server resolution)`);
+        process.exit(2);
+      }
+      const { resolveServerPath } = createRequire(import.meta.url)(resolver);
       const r = resolveServerPath({ env: { PATH: '' }, settingPath: undefined, extensionPath: join(dir, 'extension'), platform: process.platform });
       check(r.ok && r.source === 'bundled' && r.path === target, `the extension does not pick the bundled server: ${JSON.stringify(r)}`);
       if (r.ok) {

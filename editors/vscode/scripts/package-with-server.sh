@@ -7,6 +7,8 @@
 # to pack instead (the tests pack the debug build to save a release build). The server links Z3
 # dynamically: the machine that installs the .vsix needs Z3's shared library (Debian: libz3-4).
 # Needs node_modules (runs `npm ci` if missing). Check the result with
+#   node scripts/build.mjs --tests     # once: check-vsix.mjs runs the extension's own server
+#                                      # resolution from out/lib/serverPath.js, built by this
 #   node scripts/check-vsix.mjs OUT.vsix --expect-server
 set -euo pipefail
 ext="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
