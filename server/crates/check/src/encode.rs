@@ -368,6 +368,8 @@ impl<'a> Encoder<'a> {
             }
         }
         let mut ranges = self.launch.constraints();
+        let present: HashSet<&str> = order.iter().map(|s| s.as_str()).collect();
+        ranges.extend(self.launch.param_facts(&|p| present.contains(p)));
         ranges.extend(self.global_id_lemmas(&main));
         let mut sorts: BTreeMap<String, Sort> = BTreeMap::new();
         let mut reasons: Vec<String> = Vec::new();

@@ -7,7 +7,7 @@
 //! `1 ≤ blockDim.x·y·z ≤ 1024`, `blockDim.z ≤ 64`, `gridDim.x < 2^31`, `gridDim.y,z ≤ 65535`.
 
 use crate::terms::*;
-use cudarace_ir::{FileIr, Kernel, LaunchConfig};
+use cudarace_ir::{FileIr, Kernel, LaunchConfig, ScalarType, SiteValue};
 use cudarace_solver::Term;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +24,11 @@ pub struct Launch {
     pub grid: [DimSpec; 3],
     /// Upper bound on threads per block.
     pub max_threads: u64,
+    /// The launch sites' arguments: per site, the integer parameters whose value it gives
+    /// (`param.n` → `1024`, `param.m` → `gridDim.x`). A kernel is launched by one of its sites,
+    /// so the parameters satisfy one site's bindings (see [`Launch::param_facts`]). Empty when
+    /// the file does not launch the kernel.
+    pub param_sites: Vec<Vec<(String, Term)>>,
 }
 
 const DIM_NAMES: [&str; 3] = ["x", "y", "z"];
@@ -93,10 +98,42 @@ pub fn resolve(
         .filter(|n| *n >= 1)
         .unwrap_or(1024)
         .min(1024);
+    // Arguments bind parameters by position (template parameters are not call arguments).
+    let call_params: Vec<&cudarace_ir::Param> =
+        kernel.params.iter().filter(|p| !p.is_template).collect();
+    let param_sites = sites
+        .iter()
+        .map(|s| {
+            if s.args.len() != call_params.len() {
+                return vec![];
+            }
+            call_params
+                .iter()
+                .zip(&s.args)
+                .filter_map(|(p, a)| {
+                    let a = a.as_ref()?;
+                    if p.value.is_some() || !matches!(p.ty, ScalarType::Int { .. }) {
+                        return None;
+                    }
+                    Some((format!("param.{}", p.name), site_term(a)))
+                })
+                .collect()
+        })
+        .collect();
     Launch {
         block,
         grid,
         max_threads,
+        param_sites,
+    }
+}
+
+fn site_term(v: &SiteValue) -> Term {
+    match v {
+        SiteValue::Int(n) => int(*n),
+        SiteValue::GridDim(d) => Term::var(format!("gridDim.{}", d.name())),
+        SiteValue::BlockDim(d) => Term::var(format!("blockDim.{}", d.name())),
+        SiteValue::Mul(a, b) => mul(site_term(a), site_term(b)),
     }
 }
 
@@ -155,6 +192,49 @@ impl Launch {
         out
     }
 
+    /// What the launch sites say about the parameters a query mentions (`has`): one site's
+    /// bindings hold. Nothing when a site binds none of them (any value is possible then).
+    pub fn param_facts(&self, has: &dyn Fn(&str) -> bool) -> Vec<Term> {
+        if self.param_sites.is_empty() {
+            return vec![];
+        }
+        let mut alternatives = Vec::new();
+        for site in &self.param_sites {
+            let binds: Vec<Term> = site
+                .iter()
+                .filter(|(p, _)| has(p))
+                .map(|(p, t)| eq(Term::var(p.clone()), t.clone()))
+                .collect();
+            if binds.is_empty() {
+                return vec![];
+            }
+            alternatives.push(and(binds));
+        }
+        vec![or(alternatives)]
+    }
+
+    /// How many sites bind arguments, and the constants they pass (`n = 1024`), for the
+    /// description of the assumed launch.
+    fn describe_args(&self) -> Option<String> {
+        let binding: Vec<&Vec<(String, Term)>> =
+            self.param_sites.iter().filter(|s| !s.is_empty()).collect();
+        if binding.is_empty() {
+            return None;
+        }
+        let first: Vec<String> = binding[0]
+            .iter()
+            .map(|(p, t)| {
+                let name = p.strip_prefix("param.").unwrap_or(p);
+                format!("{name} = {}", show_term(t))
+            })
+            .collect();
+        Some(if binding.len() == 1 {
+            format!("arguments from the launch site: {}", first.join(", "))
+        } else {
+            format!("arguments from {} launch sites", binding.len())
+        })
+    }
+
     /// Small sizes tried first for readable witnesses.
     pub fn preferred(&self) -> Vec<Term> {
         let mut out = Vec::new();
@@ -192,7 +272,21 @@ impl Launch {
             .map(|(d, s)| show(s, if d == 2 { "1..64" } else { &bsym }))
             .collect();
         let g: Vec<String> = self.grid.iter().map(|s| show(s, "symbolic")).collect();
-        format!("blockDim=({}) gridDim=({})", b.join(", "), g.join(", "))
+        let mut out = format!("blockDim=({}) gridDim=({})", b.join(", "), g.join(", "));
+        if let Some(args) = self.describe_args() {
+            out.push_str(&format!("; {args}"));
+        }
+        out
+    }
+}
+
+/// `1024`, `gridDim.x`, `gridDim.x * blockDim.x`.
+fn show_term(t: &Term) -> String {
+    match t {
+        Term::Int(n) => n.to_string(),
+        Term::Var(v) => v.to_string(),
+        Term::Mul(ts) => ts.iter().map(show_term).collect::<Vec<_>>().join(" * "),
+        _ => "…".into(),
     }
 }
 
@@ -246,6 +340,7 @@ mod tests {
             span: Span::default(),
             grid_dim: Some([8, 1, 1]),
             block_dim: Some([128, 1, 1]),
+            args: vec![],
         });
         file.header_launch.grid_dim = [Some(2), None, None];
         let mut ov = LaunchConfig::default();

@@ -64,6 +64,19 @@ pub struct LaunchSite {
     pub span: Span,
     pub grid_dim: Option<[u64; 3]>,
     pub block_dim: Option<[u64; 3]>,
+    /// The call's arguments in order, where the front end knows their value in terms of
+    /// constants and the launch sizes (`None`: anything).
+    pub args: Vec<Option<SiteValue>>,
+}
+
+/// The value of a launch argument: a constant, a launch size, or a product of those
+/// (`k<<<g, b>>>(y, n, g * b)` passes `gridDim.x * blockDim.x`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SiteValue {
+    Int(i64),
+    GridDim(Dim),
+    BlockDim(Dim),
+    Mul(Box<SiteValue>, Box<SiteValue>),
 }
 
 /// One `__global__` function, with `__device__` calls inlined.

@@ -103,7 +103,7 @@ pub fn kernel_fingerprint(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -
         .launch_sites
         .iter()
         .filter(|s| s.kernel == kernel.name)
-        .map(|s| (s.grid_dim, s.block_dim))
+        .map(|s| (s.grid_dim, s.block_dim, &s.args))
         .collect();
     let context = format!("{sites:?}|{:?}|{opts:?}", file.header_launch);
     let hash = |seed: u64| {

@@ -4,7 +4,7 @@
 use crate::collect::{declarator_name, Tables};
 use crate::consteval::{eval, eval_text, node_text, ConstEnv};
 use crate::preprocess::MacroTable;
-use cudarace_ir::{FileId, LaunchConfig, LaunchSite, Span};
+use cudarace_ir::{Dim, FileId, LaunchConfig, LaunchSite, SiteValue, Span};
 use tree_sitter::{Node, Tree};
 
 /// Parses a dimension list: `[16,16]`, `(32,8)`, `64`, `{1, 2, 3}`.
@@ -262,6 +262,141 @@ impl<'t> HostEnv<'_, 't> {
         Some(out)
     }
 
+    /// The source text of each component of a launch size (`dim3 grid(m, 2)` → `m`, `2`; a
+    /// plain `n` → `n`), whitespace removed, so that an argument written the same way is known
+    /// to be that size.
+    fn dim_texts(&self, e: Node<'t>, depth: u32) -> Vec<String> {
+        let squash = |n: Node| -> String {
+            node_text(n, self.text)
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect()
+        };
+        let list = |args: Node<'t>| -> Vec<String> {
+            let mut c = args.walk();
+            args.named_children(&mut c)
+                .filter(|a| a.kind() != "comment")
+                .map(squash)
+                .collect()
+        };
+        if depth > 8 {
+            return vec![];
+        }
+        match e.kind() {
+            "call_expression" => {
+                let is_dim3 = e
+                    .child_by_field_name("function")
+                    .is_some_and(|f| node_text(f, self.text) == "dim3");
+                match (is_dim3, e.child_by_field_name("arguments")) {
+                    (true, Some(a)) => list(a),
+                    _ => vec![squash(e)],
+                }
+            }
+            "initializer_list" => list(e),
+            "parenthesized_expression" => match e.named_child(0) {
+                Some(inner) => self.dim_texts(inner, depth + 1),
+                None => vec![],
+            },
+            "identifier" => match self.local_init(node_text(e, self.text)) {
+                Some((init, decl))
+                    if matches!(init.kind(), "argument_list" | "initializer_list") =>
+                {
+                    // `dim3 grid(m)` or `dim3 grid{m}`; an `int n(5)` is a scalar named `n`.
+                    let is_dim3 = decl.parent().is_some_and(|p| {
+                        p.child_by_field_name("type")
+                            .is_some_and(|t| node_text(t, self.text) == "dim3")
+                    });
+                    if is_dim3 {
+                        list(init)
+                    } else {
+                        vec![squash(e)]
+                    }
+                }
+                Some((init, _)) if init.kind() == "parameter_list" => list(init),
+                Some((init, _)) if init.kind() == "call_expression" => {
+                    let mut v = self.dim_texts(init, depth + 1);
+                    if v.len() <= 1 {
+                        v = vec![squash(e)];
+                    }
+                    v
+                }
+                _ => vec![squash(e)],
+            },
+            _ => vec![squash(e)],
+        }
+    }
+
+    /// What a launch argument is worth in constants and launch sizes.
+    fn site_value(
+        &self,
+        e: Node<'t>,
+        grid: &[String],
+        block: &[String],
+        depth: u32,
+    ) -> Option<SiteValue> {
+        if depth > 8 {
+            return None;
+        }
+        if let Some(v) = eval(e, self.text, self, 0) {
+            return Some(SiteValue::Int(v));
+        }
+        let text: String = node_text(e, self.text)
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        const DIMS: [Dim; 3] = [Dim::X, Dim::Y, Dim::Z];
+        if let Some(d) = grid.iter().position(|t| *t == text) {
+            return Some(SiteValue::GridDim(DIMS[d]));
+        }
+        if let Some(d) = block.iter().position(|t| *t == text) {
+            return Some(SiteValue::BlockDim(DIMS[d]));
+        }
+        match e.kind() {
+            "parenthesized_expression" => {
+                self.site_value(e.named_child(0)?, grid, block, depth + 1)
+            }
+            "binary_expression" => {
+                let op = e.child_by_field_name("operator")?;
+                if node_text(op, self.text) != "*" {
+                    return None;
+                }
+                let a = self.site_value(e.child_by_field_name("left")?, grid, block, depth + 1)?;
+                let b = self.site_value(e.child_by_field_name("right")?, grid, block, depth + 1)?;
+                Some(SiteValue::Mul(Box::new(a), Box::new(b)))
+            }
+            "identifier" => {
+                let (init, _) = self.local_init(node_text(e, self.text))?;
+                if matches!(
+                    init.kind(),
+                    "argument_list" | "parameter_list" | "initializer_list"
+                ) {
+                    return None;
+                }
+                self.site_value(init, grid, block, depth + 1)
+            }
+            _ => None,
+        }
+    }
+
+    /// The values of a call's arguments.
+    fn site_args(
+        &self,
+        call: Node<'t>,
+        grid: Option<Node<'t>>,
+        block: Option<Node<'t>>,
+    ) -> Vec<Option<SiteValue>> {
+        let Some(args) = call.child_by_field_name("arguments") else {
+            return vec![];
+        };
+        let grid = grid.map(|g| self.dim_texts(g, 0)).unwrap_or_default();
+        let block = block.map(|b| self.dim_texts(b, 0)).unwrap_or_default();
+        let mut c = args.walk();
+        args.named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .map(|a| self.site_value(a, &grid, &block, 0))
+            .collect()
+    }
+
     fn dim3_args(&self, args: Node<'t>) -> Option<[u64; 3]> {
         let mut c = args.walk();
         let vals: Vec<Node> = args
@@ -327,6 +462,7 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                             span: Span::new(file, n.start_byte(), n.end_byte()),
                             grid_dim: args.first().and_then(|g| env.dims(*g, 0)),
                             block_dim: args.get(1).and_then(|b| env.dims(*b, 0)),
+                            args: env.site_args(n, args.first().copied(), args.get(1).copied()),
                         });
                     }
                 } else if let Some(site) = runtime_api_launch(tables, n, file, text) {
@@ -391,5 +527,7 @@ fn runtime_api_launch<'t>(
         span: Span::new(file, n.start_byte(), n.end_byte()),
         grid_dim: args.get(1).and_then(|g| env.dims(*g, 0)),
         block_dim: args.get(2).and_then(|b| env.dims(*b, 0)),
+        // Arguments go through an array of pointers: not followed.
+        args: vec![],
     })
 }
