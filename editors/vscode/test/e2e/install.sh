@@ -19,7 +19,7 @@ mkdir -p "$dir"
 step() { printf '\n== e2e install: %s\n' "$*"; }
 
 # --- Debian packages -------------------------------------------------------------------------
-packages=(chromium ripgrep python3 python3-venv python3-pip ca-certificates
+packages=(chromium fonts-dejavu-core ripgrep python3 python3-venv python3-pip ca-certificates
   libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev pkg-config build-essential python3-dev)
 missing=()
 for p in "${packages[@]}"; do
