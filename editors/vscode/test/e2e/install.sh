@@ -20,7 +20,7 @@ step() { printf '\n== e2e install: %s\n' "$*"; }
 
 # --- Debian packages -------------------------------------------------------------------------
 packages=(chromium fonts-dejavu-core ripgrep python3 python3-venv python3-pip ca-certificates
-  libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev pkg-config build-essential python3-dev)
+  libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev pkg-config build-essential)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
