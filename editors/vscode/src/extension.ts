@@ -1,6 +1,8 @@
 // The VS Code side of cudarace: finds the `cudarace` binary, starts `cudarace lsp` for CUDA files
-// and keeps the server's options in step with the `cudarace.*` settings. Everything that can be
-// decided without VS Code lives in serverPath.ts and settings.ts (unit-tested under node).
+// (exactly `<path> lsp`, spawned here so that a server that cannot start is reported with its own
+// stderr) and keeps the server's options in step with the `cudarace.*` settings. Everything that
+// can be decided without VS Code lives in serverPath.ts, serverProcess.ts and settings.ts
+// (unit-tested under node).
 
 import * as fs from 'fs';
 import * as path from 'path';
@@ -60,7 +62,10 @@ class CudaraceClient extends LanguageClient {
   }
 }
 
-/** One client and the server process it runs now (when the client restarts a crashed server, the new process replaces it). */
+/**
+ * One client and the server process it runs now (when the client restarts a crashed server, the
+ * new process replaces it).
+ */
 interface Session {
   client?: CudaraceClient;
   server?: ServerProcess;
