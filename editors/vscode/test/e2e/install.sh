@@ -6,7 +6,7 @@
 #     whose `engines.node` accepts Node 20 (4.103.2 and later want 22 or 24);
 #   - Playwright (requirements.txt) from PyPI in a venv, $dir/venv.
 # Re-running skips what is already installed at the pinned version (a marker file per part).
-# About 3 minutes and 1.2 GB the first time.
+# About 3 minutes and 530 MB under target/e2e the first time (plus the Debian packages).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../../.." && pwd)"
