@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what the real-client test needs, all under $CUDARACE_E2E_DIR (default target/e2e):
-#   - Debian packages: chromium (the browser Playwright drives), ripgrep, python3-venv, and the
-#     headers and tools code-server's native modules build with;
+# Installs what the real-client test needs:
+#   - Debian packages (apt, as root): chromium (the browser Playwright drives), ripgrep,
+#     python3-venv, and the headers and tools code-server's native modules build with;
+# and, under $CUDARACE_E2E_DIR (default target/e2e):
 #   - code-server 4.100.3 (VS Code 1.100.3) from npm, in $dir/code-server: the newest release
 #     whose `engines.node` accepts Node 20 (4.103.2 and later want 22 or 24);
 #   - Playwright (requirements.txt) from PyPI in a venv, $dir/venv.
