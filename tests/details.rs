@@ -382,3 +382,24 @@ fn tempdir_with_config(text: &str) -> std::path::PathBuf {
     std::fs::write(dir.join("cudarace.toml"), text).expect("config written");
     dir
 }
+
+#[test]
+fn legacy_warp_synchronous_code_says_so() {
+    let fs = findings(
+        "reductions/legacy_warp_synchronous_volatile.cu",
+        Verdict::Racy,
+    );
+    assert!(!fs.is_empty());
+    for f in &fs {
+        assert_eq!(f.confidence, Confidence::Definite, "{f:#?}");
+        assert!(
+            f.message.contains(
+                "warp-synchronous code: racy since Volta's independent thread scheduling"
+            ),
+            "{f:#?}"
+        );
+    }
+    // A race between warps of the same code is not called warp-synchronous.
+    let fs = findings("intervals/same_value_write.cu", Verdict::Racy);
+    assert!(fs.iter().all(|f| !f.message.contains("warp-synchronous")));
+}

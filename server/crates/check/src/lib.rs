@@ -122,6 +122,9 @@ enum Item {
         /// What breaking each plausibility assumption of the query means (same order as the
         /// query's `assumptions`).
         assumed: Vec<(Term, assumptions::Broken)>,
+        /// The array is accessed as `volatile` in a kernel without `__syncwarp()`: a race
+        /// between two threads of one warp is legacy warp-synchronous code.
+        warp_synchronous: bool,
     },
     Divergence {
         span: Span,
@@ -411,6 +414,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             cells: witness_cells,
             same_value,
             assumed,
+            warp_synchronous: !p.has_warp_sync && kernel.volatile_arrays.contains(&xa.array),
         });
     }
 
@@ -496,6 +500,7 @@ fn race_finding(
         cells,
         same_value,
         assumed,
+        warp_synchronous,
     } = item
     else {
         return None;
@@ -548,6 +553,11 @@ fn race_finding(
             " (both store the same value {v}; still a race in the CUDA memory model)"
         ));
     }
+    if *warp_synchronous && !cross && same_warp(&w) {
+        message.push_str(
+            "; warp-synchronous code: racy since Volta's independent thread scheduling (order the warp with __syncwarp())",
+        );
+    }
     let (mut confidence, mut confidence_reason) = confidence(&reasons, may_sync);
     // The solver returns a witness that breaks an assumption only when none keeps them all.
     let broken: Vec<String> = assumed
@@ -581,6 +591,16 @@ fn race_finding(
         barrier: None,
         condition,
     })
+}
+
+/// Both threads of a witness are in one warp (same block, same linear thread id / 32).
+fn same_warp(w: &Witness) -> bool {
+    let linear = |t: &ThreadWitness| {
+        let [x, y, z] = t.thread_idx;
+        x + y * w.block_dim[0] + z * w.block_dim[0] * w.block_dim[1]
+    };
+    w.thread_a.block_idx == w.thread_b.block_idx
+        && linear(&w.thread_a) / 32 == linear(&w.thread_b) / 32
 }
 
 fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) -> Option<Finding> {

@@ -40,6 +40,7 @@ pub(crate) mod ir {
                     launch_bounds: None,
                     annotated_launch: LaunchConfig::default(),
                     unsupported: None,
+                    volatile_arrays: vec![],
                 },
                 next_access: 0,
             }

@@ -100,6 +100,9 @@ pub struct Kernel {
     /// Set when the front end cannot model the kernel at all (e.g. recursion); the checker then
     /// reports the kernel `unsupported` with this reason and checks nothing.
     pub unsupported: Option<String>,
+    /// Arrays declared `volatile` or accessed through a `volatile` pointer (`volatile float *vs =
+    /// sdata`): the mark of legacy warp-synchronous code.
+    pub volatile_arrays: Vec<ArrayId>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -235,6 +235,7 @@ mod tests {
             launch_bounds: None,
             annotated_launch: Default::default(),
             unsupported: None,
+            volatile_arrays: vec![],
         };
         let file = |t: &str| FileIr {
             files: vec![cudarace_ir::SourceFile {

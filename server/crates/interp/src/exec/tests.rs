@@ -46,6 +46,7 @@ impl Kb {
                 launch_bounds: None,
                 annotated_launch: LaunchConfig::default(),
                 unsupported: None,
+                volatile_arrays: vec![],
             },
             next_access: 0,
             next_span: 0,

@@ -174,6 +174,7 @@ fn failed_kernel<'t>(tab: &Tables<'t>, def: &FuncDef<'t>, reason: &str) -> Kerne
         launch_bounds: None,
         annotated_launch: LaunchConfig::default(),
         unsupported: Some(reason.to_string()),
+        volatile_arrays: vec![],
     }
 }
 
@@ -417,6 +418,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 launch_bounds: None,
                 annotated_launch: LaunchConfig::default(),
                 unsupported: None,
+                volatile_arrays: vec![],
             },
             out: vec![],
             scopes: vec![HashMap::new()],
@@ -1024,6 +1026,13 @@ impl<'a, 't> Lowerer<'a, 't> {
 
     /// Creates a pointer slot; it gets an offset local when the name is reassigned in the
     /// current function (or a previous pass found it reassigned).
+    /// Records that `id` is accessed as `volatile` (see [`Kernel::volatile_arrays`]).
+    pub fn mark_volatile(&mut self, id: ArrayId) {
+        if !self.k.volatile_arrays.contains(&id) {
+            self.k.volatile_arrays.push(id);
+        }
+    }
+
     pub fn new_slot(
         &mut self,
         key: SlotKey,

@@ -625,6 +625,8 @@ impl<'a, 't> Lowerer<'a, 't> {
         let is_extern = quals.iter().any(|q| q == "extern");
         let is_const =
             quals.iter().any(|q| q == "const" || q == "constexpr") || ty_text.starts_with("const ");
+        let is_volatile = quals.iter().any(|q| q == "volatile")
+            || ty_text.split_whitespace().any(|w| w == "volatile");
         let mut c = n.walk();
         let decls: Vec<Node> = n.children_by_field_name("declarator", &mut c).collect();
         for d in decls {
@@ -686,6 +688,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                 if self.src.at.is_none() {
                     self.shared_decls.insert(key, id);
                 }
+                if is_volatile {
+                    self.mark_volatile(id);
+                }
                 self.bind(&name, Binding::Array(id));
                 continue;
             }
@@ -700,6 +705,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                         Val::S(Expr::Int(0)) => (Base::Null, Expr::Int(0)),
                         _ => (Base::Unknown, Expr::Int(0)),
                     };
+                    if let (true, Base::Arr(id)) = (is_volatile, &base) {
+                        self.mark_volatile(*id);
+                    }
                     let key = (self.src.file, decl.start_byte());
                     let slot = self.new_slot(key, base, off, types::elem_size(&ty_text), &name);
                     self.bind(&name, Binding::Ptr(slot));
