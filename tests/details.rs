@@ -322,7 +322,10 @@ fn conditional_findings_name_their_condition() {
             Some("only if stride == 0"),
             "{f:#?}"
         );
-        assert!(f.message.ends_with("(only if stride == 0)"), "{f:#?}");
+        assert!(f.message.contains("(only if stride == 0)"), "{f:#?}");
+        // The precondition that removes it, from the catalogue.
+        assert_eq!(f.precondition.as_deref(), Some("stride >= 1"), "{f:#?}");
+        assert!(f.message.ends_with("; race-free if stride >= 1"), "{f:#?}");
     }
     let fs = findings(
         "witnesses/single_block_kernel_without_launch.cu",
@@ -402,4 +405,20 @@ fn legacy_warp_synchronous_code_says_so() {
     // A race between warps of the same code is not called warp-synchronous.
     let fs = findings("intervals/same_value_write.cu", Verdict::Racy);
     assert!(fs.iter().all(|f| !f.message.contains("warp-synchronous")));
+}
+
+#[test]
+fn preconditions_from_the_catalogue_are_stated() {
+    // Row `m + bid` meets row `bid'` of another block unless the rows are apart: the race is
+    // gone when m >= gridDim.x * blockDim.x (the catalogue's first relation that removes it).
+    let src = "__global__ void two_rows(float *y, int m) {\n    unsigned bid = blockIdx.x;\n    y[bid * 128 + threadIdx.x] = 1.0f;\n    y[(m + bid) * 128 + threadIdx.x] = 2.0f;\n}\n";
+    let report = analyze_source(None, src, &Options::default(), pool());
+    let k = &report.kernels[0];
+    assert_eq!(k.verdict, Verdict::Racy, "{k:#?}");
+    assert!(
+        k.findings
+            .iter()
+            .any(|f| f.precondition.as_deref() == Some("m >= gridDim.x * blockDim.x")),
+        "{k:#?}"
+    );
 }

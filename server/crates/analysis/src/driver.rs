@@ -368,6 +368,7 @@ mod tests {
             launch_bounds: None,
             annotated_launch: Default::default(),
             unsupported: None,
+            volatile_arrays: vec![],
         }
     }
 

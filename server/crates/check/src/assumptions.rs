@@ -354,3 +354,59 @@ pub fn cell_assumptions(
     }
     out
 }
+
+/// Candidate preconditions over the integer parameters a query has, simplest first, with their
+/// source text: `p >= 1`, `p == blockDim.x`, `p == gridDim.x`, `p >= q`, `p % blockDim.x == 0`,
+/// `p >= gridDim.x * blockDim.x`. At most [`MAX_PRECONDITIONS`].
+pub fn precondition_candidates(
+    kernel: &Kernel,
+    vars: &BTreeMap<String, cudarace_solver::Sort>,
+) -> Vec<(Term, String)> {
+    let params: Vec<(&str, bool)> = kernel
+        .params
+        .iter()
+        .filter(|p| p.value.is_none() && matches!(p.ty, ScalarType::Int { .. }))
+        .filter(|p| vars.contains_key(&format!("param.{}", p.name)))
+        .map(|p| {
+            (
+                p.name.as_str(),
+                matches!(p.ty, ScalarType::Int { signed: true, .. }),
+            )
+        })
+        .collect();
+    let v = |name: &str| Term::Var(format!("param.{name}").into());
+    let bx = || Term::var("blockDim.x");
+    let gx = || Term::var("gridDim.x");
+    let mut out = Vec::new();
+    for (p, signed) in &params {
+        if *signed {
+            out.push((le(int(1), v(p)), format!("{p} >= 1")));
+        }
+    }
+    for (p, _) in &params {
+        out.push((eq(v(p), bx()), format!("{p} == blockDim.x")));
+        out.push((eq(v(p), gx()), format!("{p} == gridDim.x")));
+    }
+    for (p, _) in &params {
+        for (q, _) in &params {
+            if p != q {
+                out.push((le(v(q), v(p)), format!("{p} >= {q}")));
+            }
+        }
+    }
+    for (p, _) in &params {
+        out.push((
+            eq(modulo(v(p), bx()), int(0)),
+            format!("{p} % blockDim.x == 0"),
+        ));
+        out.push((
+            le(mul(gx(), bx()), v(p)),
+            format!("{p} >= gridDim.x * blockDim.x"),
+        ));
+    }
+    out.truncate(MAX_PRECONDITIONS);
+    out
+}
+
+/// Candidate preconditions tried per race (each a small solver check, only for races found).
+pub const MAX_PRECONDITIONS: usize = 10;

@@ -454,6 +454,7 @@ impl<'a> Encoder<'a> {
                 assertions,
                 preferred,
                 assumptions: vec![],
+                preconditions: vec![],
                 report,
             },
             reasons,

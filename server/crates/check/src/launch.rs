@@ -101,23 +101,40 @@ pub fn resolve(
     // Arguments bind parameters by position (template parameters are not call arguments).
     let call_params: Vec<&cudarace_ir::Param> =
         kernel.params.iter().filter(|p| !p.is_template).collect();
+    // Template arguments bind the non-type template parameters.
+    let template_params: Vec<&cudarace_ir::Param> =
+        kernel.params.iter().filter(|p| p.is_template).collect();
+    let bind = |params: &[&cudarace_ir::Param], args: &[Option<SiteValue>]| {
+        params
+            .iter()
+            .zip(args)
+            .filter_map(|(p, a)| {
+                let a = a.as_ref()?;
+                if p.value.is_some() || !matches!(p.ty, ScalarType::Int { .. }) {
+                    return None;
+                }
+                Some((format!("param.{}", p.name), site_term(a)))
+            })
+            .collect::<Vec<_>>()
+    };
     let param_sites = sites
         .iter()
         .map(|s| {
-            if s.args.len() != call_params.len() {
-                return vec![];
+            let mut out = Vec::new();
+            if s.args.len() == call_params.len() {
+                out.extend(bind(&call_params, &s.args));
             }
-            call_params
-                .iter()
-                .zip(&s.args)
-                .filter_map(|(p, a)| {
-                    let a = a.as_ref()?;
-                    if p.value.is_some() || !matches!(p.ty, ScalarType::Int { .. }) {
-                        return None;
-                    }
-                    Some((format!("param.{}", p.name), site_term(a)))
-                })
-                .collect()
+            // By position in the template's list (type parameters take positions too).
+            for p in &template_params {
+                let Some(Some(a)) = p
+                    .template_index
+                    .and_then(|i| s.template_args.get(i as usize))
+                else {
+                    continue;
+                };
+                out.extend(bind(&[*p], std::slice::from_ref(&Some(a.clone()))));
+            }
+            out
         })
         .collect();
     Launch {
@@ -308,6 +325,7 @@ mod tests {
             launch_bounds: None,
             annotated_launch: LaunchConfig::default(),
             unsupported: None,
+            volatile_arrays: vec![],
         }
     }
 
@@ -341,6 +359,7 @@ mod tests {
             grid_dim: Some([8, 1, 1]),
             block_dim: Some([128, 1, 1]),
             args: vec![],
+            template_args: vec![],
         });
         file.header_launch.grid_dim = [Some(2), None, None];
         let mut ov = LaunchConfig::default();

@@ -122,6 +122,8 @@ enum Item {
         /// What breaking each plausibility assumption of the query means (same order as the
         /// query's `assumptions`).
         assumed: Vec<(Term, assumptions::Broken)>,
+        /// The text of each of the query's candidate preconditions (same order).
+        precondition_texts: Vec<String>,
         /// The array is accessed as `volatile` in a kernel without `__syncwarp()`: a race
         /// between two threads of one warp is legacy warp-synchronous code.
         warp_synchronous: bool,
@@ -360,6 +362,15 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             unknowns,
         } = enc.finish_full(vec![terms::or(disjuncts)], extra);
         let renamed_assumptions: Vec<Term> = extra.split_off(extra_len.min(extra.len()));
+        // Candidate preconditions for a race that depends on no unknown value (a possible one
+        // would not be removed by a relation between parameters).
+        let mut precondition_texts = Vec::new();
+        if unknowns.is_empty() {
+            for (t, text) in assumptions::precondition_candidates(kernel, &q.vars) {
+                q.preconditions.push(t);
+                precondition_texts.push(text);
+            }
+        }
         // Only assumptions about values the query has (a parameter the pair never mentions
         // cannot be what makes it racy).
         let mut assumed = Vec::new();
@@ -414,6 +425,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             cells: witness_cells,
             same_value,
             assumed,
+            precondition_texts,
             warp_synchronous: !p.has_warp_sync && kernel.volatile_arrays.contains(&xa.array),
         });
     }
@@ -500,6 +512,7 @@ fn race_finding(
         cells,
         same_value,
         assumed,
+        precondition_texts,
         warp_synchronous,
     } = item
     else {
@@ -574,6 +587,13 @@ fn race_finding(
         confidence = Confidence::Conditional;
         message.push_str(&format!(" ({c})"));
     }
+    let precondition = model
+        .get(cudarace_solver::PRECONDITION_KEY)
+        .and_then(|i| precondition_texts.get(usize::try_from(*i).ok()?))
+        .cloned();
+    if let Some(p) = &precondition {
+        message.push_str(&format!("; race-free if {p}"));
+    }
     Some(Finding {
         kind: FindingKind::DataRace,
         array: Some(array.clone()),
@@ -590,6 +610,7 @@ fn race_finding(
         same_value_write: same_value.is_some(),
         barrier: None,
         condition,
+        precondition,
     })
 }
 
@@ -672,6 +693,7 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
         same_value_write: false,
         barrier: Some(scope),
         condition: None,
+        precondition: None,
     })
 }
 

@@ -65,6 +65,7 @@ pub(crate) mod ir {
                 ty: ScalarType::Pointer,
                 span: sp(0),
                 is_template: false,
+                template_index: None,
                 value: None,
             });
             self.k.arrays.push(Array {
@@ -84,6 +85,7 @@ pub(crate) mod ir {
                 ty: ScalarType::INT,
                 span: sp(0),
                 is_template: false,
+                template_index: None,
                 value: None,
             });
             Expr::Param(ParamId(self.k.params.len() as u32 - 1))

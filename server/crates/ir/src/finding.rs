@@ -146,6 +146,10 @@ pub struct Finding {
     /// (`only if ldc < 1`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub condition: Option<String>,
+    /// The simplest relation between parameters and launch sizes under which the race is gone
+    /// (`m >= gridDim.x`): a precondition the kernel may state with `__requires(…)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precondition: Option<String>,
 }
 
 /// The result of checking one kernel.

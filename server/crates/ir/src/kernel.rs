@@ -67,6 +67,9 @@ pub struct LaunchSite {
     /// The call's arguments in order, where the front end knows their value in terms of
     /// constants and the launch sizes (`None`: anything).
     pub args: Vec<Option<SiteValue>>,
+    /// Explicit template arguments (`k<256><<<…>>>`), in order; `None` for a type or an unknown
+    /// value.
+    pub template_args: Vec<Option<SiteValue>>,
 }
 
 /// The value of a launch argument: a constant, a launch size, or a product of those
@@ -126,6 +129,9 @@ pub struct Param {
     pub ty: ScalarType,
     pub span: Span,
     pub is_template: bool,
+    /// A template parameter's position in the template's parameter list (type parameters
+    /// included), so that `k<float, 256>` binds the right one.
+    pub template_index: Option<u32>,
     /// Fixed value (explicit template instantiation, or a `const` param bound by a macro).
     pub value: Option<i64>,
 }

@@ -713,6 +713,7 @@ mod tests {
             array: None,
             barrier: Some(cudarace_ir::BarrierScope::Block),
             condition: None,
+            precondition: None,
             related: vec![Related {
                 span: span_of(TEXT, "t"),
                 message: "condition".into(),

@@ -310,6 +310,7 @@ pub(crate) mod tests {
                 same_value_write: false,
                 barrier: None,
                 condition: None,
+                precondition: None,
             }],
             assumed_launch: "blockDim=(1..1024, 1, 1) gridDim=(symbolic, 1, 1)".into(),
             time_ms: 3.0,

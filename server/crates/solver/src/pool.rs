@@ -414,6 +414,7 @@ mod tests {
             assertions: vec![Term::eq(Term::var("x"), Term::Int(4))],
             preferred: vec![],
             assumptions: vec![],
+            preconditions: vec![],
             report: vec!["x".to_string()],
         };
         let answer = pool.solve(q, Limits::default());

@@ -116,7 +116,6 @@ fn solve_inner(
     timer: &Timer<'_>,
 ) -> Answer {
     let start = Instant::now();
-    let budget = Duration::from_millis(limits.timeout_ms.max(1));
     let enc = Encoder::new(&query.vars);
     let mut assertions: Vec<Bool> = match query.assertions.iter().map(|t| enc.bool(t)).collect() {
         Ok(a) => a,
@@ -169,6 +168,75 @@ fn solve_inner(
     // constraints, the assumptions alone. An unsat query costs two checks, as without
     // assumptions. Every check uses a fresh solver object, never push/pop, so that no state
     // leaks between checks or queries.
+    let answer = solve_levels(
+        start,
+        query,
+        limits,
+        cancelled,
+        timer,
+        &enc,
+        &assertions,
+        &assumptions,
+        &preferred,
+    );
+    match answer {
+        Answer::Sat(mut model) if !query.preconditions.is_empty() => {
+            if let Some(i) = first_precondition(query, limits, cancelled, &enc, &assertions) {
+                model.insert(crate::term::PRECONDITION_KEY.to_string(), i as i64);
+            }
+            Answer::Sat(model)
+        }
+        other => other,
+    }
+}
+
+/// Share of `rlimit` for each precondition check (fast engine; an undecided one is skipped).
+const PRECONDITION_SHARE: u64 = 20;
+
+/// The first candidate precondition under which the query is unsat.
+fn first_precondition(
+    query: &Query,
+    limits: &Limits,
+    cancelled: &dyn Fn() -> bool,
+    enc: &Encoder,
+    assertions: &[Bool],
+) -> Option<usize> {
+    for (i, t) in query.preconditions.iter().enumerate() {
+        if cancelled() {
+            return None;
+        }
+        let Ok(c) = enc.bool(t) else { continue };
+        let defs = enc.take_definitions();
+        let solver = Engine::Fast.solver();
+        set_rlimit(
+            &solver,
+            (limits.rlimit / PRECONDITION_SHARE).min(FAST_RLIMIT_CAP),
+        );
+        for a in defs.iter().chain(assertions) {
+            solver.assert(a);
+        }
+        solver.assert(&c);
+        if solver.check() == SatResult::Unsat {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// The checks of [`solve_inner`] over the two engines (see the comment inside).
+#[allow(clippy::too_many_arguments)]
+fn solve_levels(
+    start: Instant,
+    query: &Query,
+    limits: &Limits,
+    cancelled: &dyn Fn() -> bool,
+    timer: &Timer<'_>,
+    enc: &Encoder,
+    assertions: &[Bool],
+    assumptions: &[Bool],
+    preferred: &[Bool],
+) -> Answer {
+    let budget = Duration::from_millis(limits.timeout_ms.max(1));
     let mut both_inconsistent = preferred.is_empty() && assumptions.is_empty();
     let mut assumptions_inconsistent = assumptions.is_empty();
     let mut last_reason = String::new();
@@ -194,7 +262,7 @@ fn solve_inner(
                 Engine::Full => limits.rlimit / share,
             };
             set_rlimit(&solver, rlimit);
-            for a in &assertions {
+            for a in assertions {
                 solver.assert(a);
             }
             for set in with {
@@ -211,11 +279,11 @@ fn solve_inner(
             })
         };
         if !both_inconsistent {
-            match check(&[&assumptions, &preferred], extra_share) {
+            match check(&[assumptions, preferred], extra_share) {
                 Err(a) => return a,
                 Ok(CheckResult::Sat(solver)) => {
                     timer.disarm();
-                    return sat_answer(&solver, &enc, query);
+                    return sat_answer(&solver, enc, query);
                 }
                 Ok(CheckResult::Unsat) => {
                     both_inconsistent = true;
@@ -242,16 +310,16 @@ fn solve_inner(
                 continue;
             }
         };
-        if assumptions_inconsistent || satisfies_all(&plain, &assumptions) {
+        if assumptions_inconsistent || satisfies_all(&plain, assumptions) {
             timer.disarm();
-            return sat_answer(&plain, &enc, query);
+            return sat_answer(&plain, enc, query);
         }
-        let plain_answer = sat_answer(&plain, &enc, query);
+        let plain_answer = sat_answer(&plain, enc, query);
         drop(plain);
-        match check(&[&assumptions], extra_share) {
+        match check(&[assumptions], extra_share) {
             Ok(CheckResult::Sat(solver)) => {
                 timer.disarm();
-                return sat_answer(&solver, &enc, query);
+                return sat_answer(&solver, enc, query);
             }
             // Not decided whether a plausible witness exists: the model found is still a
             // witness (the caller reports the assumptions it breaks).

@@ -205,6 +205,10 @@ pub struct Query {
     /// never turn sat into unsat: when no model satisfies them, the answer is a model that
     /// breaks some (the caller evaluates them on it to say which).
     pub assumptions: Vec<Term>,
+    /// Candidate preconditions, simplest first (`m >= gridDim.x`, …): on `sat`, each is tried
+    /// as an extra assertion under a small budget, and the answer's model names the first under
+    /// which the query is unsat ([`PRECONDITION_KEY`] → its index). Never changes the answer.
+    pub preconditions: Vec<Term>,
     /// Variables whose values a `sat` answer reports.
     pub report: Vec<String>,
 }
@@ -217,6 +221,10 @@ impl Query {
         h.finish()
     }
 }
+
+/// The model entry of a `sat` answer that names the precondition found (index into
+/// [`Query::preconditions`]); absent when none removes the witness.
+pub const PRECONDITION_KEY: &str = "$precondition";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {

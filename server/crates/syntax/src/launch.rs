@@ -378,6 +378,35 @@ impl<'t> HostEnv<'_, 't> {
         }
     }
 
+    /// The values of the explicit template arguments of `k<256, T>` (types are `None`).
+    fn template_args(
+        &self,
+        f: Node<'t>,
+        grid: Option<Node<'t>>,
+        block: Option<Node<'t>>,
+    ) -> Vec<Option<SiteValue>> {
+        if f.kind() != "template_function" {
+            return vec![];
+        }
+        let Some(args) = f.child_by_field_name("arguments") else {
+            return vec![];
+        };
+        let grid = grid.map(|g| self.dim_texts(g, 0)).unwrap_or_default();
+        let block = block.map(|b| self.dim_texts(b, 0)).unwrap_or_default();
+        let mut c = args.walk();
+        args.named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .map(|a| {
+                if a.kind() == "type_descriptor" {
+                    // `k<N>` where `N` is a constant reads as a type name.
+                    let t = node_text(a, self.text).trim().to_string();
+                    return eval_text(&t, self, 0).map(SiteValue::Int);
+                }
+                self.site_value(a, &grid, &block, 0)
+            })
+            .collect()
+    }
+
     /// The values of a call's arguments.
     fn site_args(
         &self,
@@ -463,6 +492,11 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                             grid_dim: args.first().and_then(|g| env.dims(*g, 0)),
                             block_dim: args.get(1).and_then(|b| env.dims(*b, 0)),
                             args: env.site_args(n, args.first().copied(), args.get(1).copied()),
+                            template_args: env.template_args(
+                                f,
+                                args.first().copied(),
+                                args.get(1).copied(),
+                            ),
                         });
                     }
                 } else if let Some(site) = runtime_api_launch(tables, n, file, text) {
@@ -529,5 +563,6 @@ fn runtime_api_launch<'t>(
         block_dim: args.get(2).and_then(|b| env.dims(*b, 0)),
         // Arguments go through an array of pointers: not followed.
         args: vec![],
+        template_args: vec![],
     })
 }

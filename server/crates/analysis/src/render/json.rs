@@ -10,6 +10,7 @@
 //!                "line", "column", "end_line", "end_column", "message", "same_value_write", "same_value",
 //!                "barrier"? ("block"|"warp"|"grid", divergence only),
 //!                "condition"? (confidence "conditional" only: "only if ldc < 1"),
+//!                "precondition"? (races: a relation under which the race is gone: "m >= gridDim.x"),
 //!                "severity" ("error"|"warning"|"info"|"off"), "suppressed",
 //!                "suppression"? {"by": "comment"|"config", "file"?, "line"?, "reason"?},
 //!                "related": [{"file", "line", "column", "end_line", "end_column", "message"}],
@@ -140,6 +141,9 @@ pub fn json(reports: &[FileReport]) -> Value {
                 }
                 if let Some(c) = &finding.condition {
                     f.insert("condition".into(), json!(c));
+                }
+                if let Some(p) = &finding.precondition {
+                    f.insert("precondition".into(), json!(p));
                 }
                 f.insert("severity".into(), json!(report.level(finding).as_str()));
                 let suppression = report.suppression(k, fi);

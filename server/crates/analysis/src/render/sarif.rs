@@ -194,6 +194,9 @@ pub fn sarif(reports: &[FileReport], base: Option<&Path>) -> Value {
                 if let Some(c) = &finding.condition {
                     result["properties"]["condition"] = Value::String(c.clone());
                 }
+                if let Some(p) = &finding.precondition {
+                    result["properties"]["precondition"] = Value::String(p.clone());
+                }
                 if !suppressions.is_empty() {
                     result["suppressions"] = Value::Array(suppressions);
                 }

@@ -66,6 +66,7 @@ pub fn racy_file() -> FileReport {
         same_value_write: false,
         barrier: None,
         condition: None,
+        precondition: None,
     };
     let divergence = Finding {
         kind: FindingKind::BarrierDivergence,
@@ -92,6 +93,7 @@ pub fn racy_file() -> FileReport {
         same_value_write: false,
         barrier: Some(BarrierScope::Block),
         condition: None,
+        precondition: None,
     };
     let reduce_start = t.find("__global__ void reduce").unwrap();
     let copy_start = t.find("__global__ void copy").unwrap();

@@ -79,6 +79,7 @@ impl Kb {
             ty: ScalarType::Pointer,
             span,
             is_template: false,
+            template_index: None,
             value: None,
         });
         self.k.arrays.push(Array {
@@ -98,6 +99,7 @@ impl Kb {
             ty: ScalarType::INT,
             span,
             is_template: false,
+            template_index: None,
             value: None,
         });
         Expr::Param(cudarace_ir::ParamId(self.k.params.len() as u32 - 1))

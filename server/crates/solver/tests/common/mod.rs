@@ -34,6 +34,7 @@ pub fn query(ints: &[&str], assertions: Vec<Term>, report: &[&str]) -> Query {
         assertions,
         preferred: vec![],
         assumptions: vec![],
+        preconditions: vec![],
         report: report.iter().map(|s| s.to_string()).collect(),
     }
 }

@@ -908,6 +908,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     ty,
                     span,
                     is_template: true,
+                    template_index: Some(i as u32),
                     value,
                 });
                 self.bind(&pname, Binding::Value(Expr::Param(id)));
@@ -928,6 +929,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 ty: ScalarType::Other,
                 span: self.span(p),
                 is_template: false,
+                template_index: None,
                 value: None,
             });
             return;
@@ -950,6 +952,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     ty: ScalarType::Pointer,
                     span,
                     is_template: false,
+                    template_index: None,
                     value: None,
                 });
                 let arr = self.new_array(
@@ -984,6 +987,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     ty: ScalarType::Other,
                     span,
                     is_template: false,
+                    template_index: None,
                     value: None,
                 });
                 let class = self.class_of(&ty_text).unwrap_or_default();
@@ -1002,6 +1006,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     ty,
                     span,
                     is_template: false,
+                    template_index: None,
                     value: None,
                 });
                 if self

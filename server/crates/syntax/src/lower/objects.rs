@@ -225,6 +225,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                                     ty,
                                     span,
                                     is_template: false,
+                                    template_index: None,
                                     value: None,
                                 });
                                 Expr::Param(id)
