@@ -144,6 +144,10 @@ enum Item {
 /// `unknown`), so that a huge unrolled kernel cannot stall the editor.
 const MAX_RACE_QUERIES: usize = 3000;
 
+/// Race queries of a kernel that also search a precondition (each search costs up to
+/// [`assumptions::MAX_PRECONDITIONS`] small solver checks, and only when the pair races).
+const MAX_PRECONDITION_QUERIES: usize = 16;
+
 fn barrier_name(kind: SyncKind) -> &'static str {
     match kind {
         SyncKind::Block => "__syncthreads()",
@@ -253,6 +257,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
     // The cap counts queries, not pairs: pairs decided without a query (see
     // `Encoder::race_core`) cost no solving.
     let n_groups = groups.len();
+    let mut with_preconditions = 0;
     for (done, ((ia, ib), ms)) in groups.into_iter().enumerate() {
         if queries.len() >= MAX_RACE_QUERIES {
             meta.unknown_notes.push(format!(
@@ -365,7 +370,8 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         // Candidate preconditions for a race that depends on no unknown value (a possible one
         // would not be removed by a relation between parameters).
         let mut precondition_texts = Vec::new();
-        if unknowns.is_empty() {
+        if unknowns.is_empty() && with_preconditions < MAX_PRECONDITION_QUERIES {
+            with_preconditions += 1;
             for (t, text) in assumptions::precondition_candidates(kernel, &q.vars) {
                 q.preconditions.push(t);
                 precondition_texts.push(text);

@@ -157,6 +157,52 @@ fn insert_at_block_end(text: &str, block: Node<'_>, barrier: &str) -> Option<Edi
     }
 }
 
+/// `__requires(precondition);` as the first statement of the kernel that holds `at`: the
+/// precondition under which the checker found the race gone (`m >= gridDim.x`), stated where
+/// readers and the checker see it. Offered, like the barrier fixes, only once verified.
+pub fn precondition_candidate(
+    text: &str,
+    tree: &Tree,
+    at: Span,
+    precondition: &str,
+) -> Option<FixCandidate> {
+    if at.file.0 != 0 || at.end as usize > text.len() {
+        return None;
+    }
+    let mut node = tree
+        .root_node()
+        .descendant_for_byte_range(at.start as usize, at.end as usize)?;
+    while node.kind() != "function_definition" {
+        node = node.parent()?;
+    }
+    let body = node.child_by_field_name("body")?;
+    if body.kind() != "compound_statement" {
+        return None;
+    }
+    let open = body.start_byte();
+    if text.as_bytes().get(open) != Some(&b'{') {
+        return None;
+    }
+    let mut cursor = body.walk();
+    let first = body
+        .named_children(&mut cursor)
+        .find(|n| n.start_byte() > open)?;
+    let start = first.start_byte();
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let statement = format!("__requires({precondition});");
+    let edit = if line_start > open && text[line_start..start].trim().is_empty() {
+        // The first statement starts its own line: a line before it, indented like it.
+        let indent = &text[line_start..start];
+        (line_start, line_start, format!("{indent}{statement}\n"))
+    } else {
+        (open + 1, open + 1, format!(" {statement}"))
+    };
+    Some(FixCandidate {
+        title: format!("Require `{precondition}` at the top of the kernel (verified)"),
+        edits: vec![edit],
+    })
+}
+
 /// Where barriers could order the two accesses of a race (spans in the current text).
 pub fn race_fix_candidates(
     text: &str,
@@ -610,6 +656,25 @@ mod tests {
 
     /// A barrier at the end of a loop body is indented like the body's statements (the real
     /// client showed 6 spaces in a body indented by 8).
+    #[test]
+    fn precondition_goes_first_in_the_kernel_body() {
+        let text = "__global__ void k(float *y, int m) {\n    unsigned b = blockIdx.x;\n    y[(m + b) * 128] = 1.0f;\n}\n";
+        let tree = parse(text, None);
+        let c = precondition_candidate(
+            text,
+            &tree,
+            span_of(text, "y[(m + b) * 128]"),
+            "m >= gridDim.x",
+        )
+        .unwrap();
+        let fixed = apply_edits(text, &c.edits);
+        assert!(
+            fixed.starts_with("__global__ void k(float *y, int m) {\n    __requires(m >= gridDim.x);\n    unsigned b"),
+            "{fixed}"
+        );
+        assert!(c.title.contains("m >= gridDim.x"));
+    }
+
     #[test]
     fn loop_end_barrier_is_indented_like_the_body() {
         const REDUCE: &str = "__global__ void reduce(float *g) {\n    __shared__ float sdata[256];\n    unsigned int tid = threadIdx.x;\n    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {\n        if (tid < s) {\n            sdata[tid] += sdata[tid + s];\n        }\n    }\n}\n";

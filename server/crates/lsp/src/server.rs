@@ -6,8 +6,8 @@
 //! loop as messages; nothing on the main loop waits on a solver.
 
 use crate::code_action::{
-    allow_candidate, divergence_fix_candidates, fix_action, race_fix_candidates, same_warp, Edit,
-    Verification, VerifyJob,
+    allow_candidate, divergence_fix_candidates, fix_action, precondition_candidate,
+    race_fix_candidates, same_warp, Edit, Verification, VerifyJob,
 };
 use crate::diagnostics::{
     kernel_diagnostics, notice_diagnostics, too_large_diagnostic, SpanResolver,
@@ -935,13 +935,22 @@ impl State {
                     (FindingKind::DataRace, Some(other))
                         if touches(finding.span) || touches(other.span) =>
                     {
-                        race_fix_candidates(
+                        let mut c = race_fix_candidates(
                             d.doc.text(),
                             d.doc.tree(),
                             finding.span,
                             other.span,
                             same_warp(&finding.witness),
-                        )
+                        );
+                        if let Some(p) = &finding.precondition {
+                            c.extend(precondition_candidate(
+                                d.doc.text(),
+                                d.doc.tree(),
+                                finding.span,
+                                p,
+                            ));
+                        }
+                        c
                     }
                     (FindingKind::BarrierDivergence, _) if touches(finding.span) => {
                         divergence_fix_candidates(d.doc.text(), d.doc.tree(), finding.span)

@@ -1061,3 +1061,50 @@ async fn loop_end_fix_is_indented_like_the_loop_body() {
     );
     c.shutdown().await;
 }
+
+/// Two rows per block, the second `m` rows further: the race is gone when the rows are apart,
+/// which the checker states as a precondition and offers to write down, verified.
+const TWO_ROWS: &str = "__global__ void two_rows(float *y, int m) {\n\
+\x20   unsigned bid = blockIdx.x;\n\
+\x20   y[bid * 128 + threadIdx.x] = 1.0f;\n\
+\x20   y[(m + bid) * 128 + threadIdx.x] = 2.0f;\n\
+}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn precondition_is_offered_as_a_verified_requires() {
+    let uri = "file:///work/test/two_rows.cu";
+    let mut c = Client::initialized(json!({"blockDim": [128]})).await;
+    c.open(uri, TWO_ROWS);
+    let published = c.diagnostics(uri).await;
+    let race = races(&published)
+        .into_iter()
+        .find(|d| d["message"].as_str().unwrap_or("").contains("race-free if"))
+        .expect("a race with a precondition");
+    let mut fix = None;
+    for _ in 0..600 {
+        let actions = c
+            .request(
+                "textDocument/codeAction",
+                json!({"textDocument": {"uri": uri}, "range": race["range"], "context": {"diagnostics": [race]}}),
+            )
+            .await;
+        fix = fixes(&actions)
+            .into_iter()
+            .find(|a| a["title"].as_str().unwrap().starts_with("Require `"));
+        if fix.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let fix = fix.expect("the precondition is offered once verified");
+    let edits = fix["edit"]["documentChanges"][0]["edits"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let fixed = apply_edits(TWO_ROWS, &edits);
+    assert!(
+        fixed.starts_with("__global__ void two_rows(float *y, int m) {\n    __requires("),
+        "{fixed}"
+    );
+    c.shutdown().await;
+}
