@@ -793,13 +793,18 @@ __global__ void k(float *a) {
   float r = sqrtf(a[0]);
   ext(s);
   memcpy(a, s, 16);
+  memcpy(a, a + 4, 16);
 }"#,
         "k",
+        // A declared function may synchronize; an undeclared one given shared memory may be a
+        // collective (until the library model says what `memcpy` does); one given only global
+        // memory is a library call that does not.
         "
         read#0 a[0]
         r := ?0
         opaque(call to `ext` whose body is not available; arrays=[s]; locals=[]; may_sync)
-        opaque(call to `memcpy` whose body is not available; arrays=[a,s]; locals=[])
+        opaque(call to `memcpy` whose body is not available; arrays=[a,s]; locals=[]; may_sync)
+        opaque(call to `memcpy` whose body is not available; arrays=[a]; locals=[])
         ",
     );
 }

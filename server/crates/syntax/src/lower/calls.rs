@@ -522,14 +522,23 @@ impl<'a, 't> Lowerer<'a, 't> {
                 .values()
                 .flatten()
                 .any(|c| c.methods.contains_key(name));
+        // A user function defined elsewhere may synchronize; so may a function given shared
+        // memory, which is how block-wide collectives take their scratch space
+        // (`blockReduce(v, temp_smem)`, CUB's `TempStorage`). Other library functions (math,
+        // `curand_*` on per-thread state) do not.
+        let shared_arg = arrays.iter().any(|a| {
+            self.k
+                .arrays
+                .get(a.0 as usize)
+                .is_some_and(|x| x.space == MemSpace::Shared)
+        });
         if !arrays.is_empty() || !ol.is_empty() || declared {
-            // A user function defined elsewhere may synchronize; a library function does not.
             self.opaque(
                 format!("call to `{name}` whose body is not available"),
                 span,
                 arrays,
                 ol,
-                declared,
+                declared || shared_arg,
             );
         }
         Val::S(self.unknown(format!("result of `{name}`"), span, false))
