@@ -1028,26 +1028,14 @@ async fn loop_end_fix_is_indented_like_the_loop_body() {
     let md = hover["contents"]["value"].as_str().expect("markdown hover");
     assert_eq!(md.matches("depends on no unknown value").count(), 1, "{md}");
     // The fix is verified in the background: ask until it is offered.
-    let mut fix = None;
-    for _ in 0..600 {
-        let actions = c
-            .request(
-                "textDocument/codeAction",
-                json!({"textDocument": {"uri": uri}, "range": race["range"], "context": {"diagnostics": [race]}}),
-            )
-            .await;
-        fix = fixes(&actions).into_iter().find(|a| {
-            a["title"]
-                .as_str()
-                .unwrap()
-                .contains("end of the loop body")
-        });
-        if fix.is_some() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    let fix = fix.expect("the loop-end fix is offered");
+    let fix = offered_fix(
+        &mut c,
+        uri,
+        &race,
+        "Insert `__syncthreads()` at the end of the loop body",
+    )
+    .await
+    .expect("the loop-end fix is offered");
     let edits = fix["edit"]["documentChanges"][0]["edits"]
         .as_array()
         .unwrap()
@@ -1080,23 +1068,9 @@ async fn precondition_is_offered_as_a_verified_requires() {
         .into_iter()
         .find(|d| d["message"].as_str().unwrap_or("").contains("race-free if"))
         .expect("a race with a precondition");
-    let mut fix = None;
-    for _ in 0..600 {
-        let actions = c
-            .request(
-                "textDocument/codeAction",
-                json!({"textDocument": {"uri": uri}, "range": race["range"], "context": {"diagnostics": [race]}}),
-            )
-            .await;
-        fix = fixes(&actions)
-            .into_iter()
-            .find(|a| a["title"].as_str().unwrap().starts_with("Require `"));
-        if fix.is_some() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    let fix = fix.expect("the precondition is offered once verified");
+    let fix = offered_fix(&mut c, uri, &race, "Require `")
+        .await
+        .expect("the precondition is offered once verified");
     let edits = fix["edit"]["documentChanges"][0]["edits"]
         .as_array()
         .unwrap()
@@ -1107,4 +1081,25 @@ async fn precondition_is_offered_as_a_verified_requires() {
         "{fixed}"
     );
     c.shutdown().await;
+}
+
+/// The code action for `race` whose title starts with `title`, asked for until the background
+/// verification offers it (up to a minute).
+async fn offered_fix(c: &mut Client, uri: &str, race: &Value, title: &str) -> Option<Value> {
+    for _ in 0..600 {
+        let actions = c
+            .request(
+                "textDocument/codeAction",
+                json!({"textDocument": {"uri": uri}, "range": race["range"], "context": {"diagnostics": [race]}}),
+            )
+            .await;
+        let fix = fixes(&actions)
+            .into_iter()
+            .find(|a| a["title"].as_str().unwrap_or("").starts_with(title));
+        if fix.is_some() {
+            return fix;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    None
 }

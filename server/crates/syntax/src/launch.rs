@@ -378,51 +378,29 @@ impl<'t> HostEnv<'_, 't> {
         }
     }
 
-    /// The values of the explicit template arguments of `k<256, T>` (types are `None`).
-    fn template_args(
+    /// The values of the arguments in `list` (a call's argument list, or the template argument
+    /// list of `k<256, T>`, where a type is `None` and a constant may read as a type name).
+    fn arg_values(
         &self,
-        f: Node<'t>,
+        list: Option<Node<'t>>,
         grid: Option<Node<'t>>,
         block: Option<Node<'t>>,
     ) -> Vec<Option<SiteValue>> {
-        if f.kind() != "template_function" {
-            return vec![];
-        }
-        let Some(args) = f.child_by_field_name("arguments") else {
+        let Some(list) = list else {
             return vec![];
         };
         let grid = grid.map(|g| self.dim_texts(g, 0)).unwrap_or_default();
         let block = block.map(|b| self.dim_texts(b, 0)).unwrap_or_default();
-        let mut c = args.walk();
-        args.named_children(&mut c)
+        let mut c = list.walk();
+        list.named_children(&mut c)
             .filter(|a| a.kind() != "comment")
             .map(|a| {
                 if a.kind() == "type_descriptor" {
-                    // `k<N>` where `N` is a constant reads as a type name.
                     let t = node_text(a, self.text).trim().to_string();
                     return eval_text(&t, self, 0).map(SiteValue::Int);
                 }
                 self.site_value(a, &grid, &block, 0)
             })
-            .collect()
-    }
-
-    /// The values of a call's arguments.
-    fn site_args(
-        &self,
-        call: Node<'t>,
-        grid: Option<Node<'t>>,
-        block: Option<Node<'t>>,
-    ) -> Vec<Option<SiteValue>> {
-        let Some(args) = call.child_by_field_name("arguments") else {
-            return vec![];
-        };
-        let grid = grid.map(|g| self.dim_texts(g, 0)).unwrap_or_default();
-        let block = block.map(|b| self.dim_texts(b, 0)).unwrap_or_default();
-        let mut c = args.walk();
-        args.named_children(&mut c)
-            .filter(|a| a.kind() != "comment")
-            .map(|a| self.site_value(a, &grid, &block, 0))
             .collect()
     }
 
@@ -491,9 +469,15 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                             span: Span::new(file, n.start_byte(), n.end_byte()),
                             grid_dim: args.first().and_then(|g| env.dims(*g, 0)),
                             block_dim: args.get(1).and_then(|b| env.dims(*b, 0)),
-                            args: env.site_args(n, args.first().copied(), args.get(1).copied()),
-                            template_args: env.template_args(
-                                f,
+                            args: env.arg_values(
+                                n.child_by_field_name("arguments"),
+                                args.first().copied(),
+                                args.get(1).copied(),
+                            ),
+                            template_args: env.arg_values(
+                                (f.kind() == "template_function")
+                                    .then(|| f.child_by_field_name("arguments"))
+                                    .flatten(),
                                 args.first().copied(),
                                 args.get(1).copied(),
                             ),
