@@ -349,7 +349,8 @@ fn conditional_findings_name_their_condition() {
 fn assumptions_switched_off_in_the_config_make_such_races_definite() {
     let dir = tempdir_with_config(
         "[assumptions]\npositive-sizes = false\nnon-negative-indices = false\n\
-         shared-in-bounds = false\nsingle-block-without-launch = false\n",
+         shared-in-bounds = false\nsingle-block-without-launch = false\n\
+         leading-dimensions = false\n",
     );
     let config =
         cudarace_analysis::config::Config::load(&dir.join("cudarace.toml")).expect("valid config");
@@ -362,6 +363,8 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
         "witnesses/negative_index_is_conditional.cu",
         "witnesses/shared_out_of_bounds_is_conditional.cu",
         "witnesses/single_block_kernel_without_launch.cu",
+        "witnesses/leading_dimension_below_row_is_conditional.cu",
+        "witnesses/pitch_after_early_return_is_conditional.cu",
     ] {
         let path = fixtures_dir().join(rel);
         let text = std::fs::read_to_string(&path).expect("fixture is readable");

@@ -243,6 +243,7 @@ struct RawAssumptions {
     non_negative_indices: Option<bool>,
     shared_in_bounds: Option<bool>,
     single_block_without_launch: Option<bool>,
+    leading_dimensions: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -406,6 +407,7 @@ impl Config {
                 single_block_without_launch: a
                     .single_block_without_launch
                     .unwrap_or(d.single_block_without_launch),
+                leading_dimensions: a.leading_dimensions.unwrap_or(d.leading_dimensions),
             };
         }
         if let Some(s) = raw.severity {

@@ -14,6 +14,9 @@
 //! - `shared-in-bounds`: the cell of a `__shared__` array with a declared size is inside it.
 //! - `single-block-without-launch`: a kernel that never reads `blockIdx` or `gridDim` and that
 //!   the file never launches is launched with one block (cross-block races need more).
+//! - `leading-dimensions`: in an index `col + row * ld` where `col` is compared with a parameter
+//!   `n` (`if (col < n)`, `if (col >= n) return`), the leading dimension covers the row:
+//!   `ld >= n` (a pitch is at least the row length it is the pitch of).
 
 use crate::encode::Encoder;
 use crate::terms::*;
@@ -28,6 +31,7 @@ pub struct AssumptionSwitches {
     pub non_negative_indices: bool,
     pub shared_in_bounds: bool,
     pub single_block_without_launch: bool,
+    pub leading_dimensions: bool,
 }
 
 impl Default for AssumptionSwitches {
@@ -37,6 +41,7 @@ impl Default for AssumptionSwitches {
             non_negative_indices: true,
             shared_in_bounds: true,
             single_block_without_launch: true,
+            leading_dimensions: true,
         }
     }
 }
@@ -47,6 +52,7 @@ impl AssumptionSwitches {
         non_negative_indices: false,
         shared_in_bounds: false,
         single_block_without_launch: false,
+        leading_dimensions: false,
     };
 }
 
@@ -62,6 +68,8 @@ pub struct Assumption {
 pub enum Broken {
     /// `param.NAME >= min`.
     Param { name: String, min: i64 },
+    /// `param.LD >= param.N`: a leading dimension below the row length it covers.
+    LeadingDimension { ld: String, row: String },
     /// An index into a pointer parameter is negative.
     NegativeIndex { array: String },
     /// An index into a shared array is outside its declared size.
@@ -82,6 +90,7 @@ impl Broken {
                     (m, _) => format!("{name} < {m}"),
                 }
             }
+            Broken::LeadingDimension { ld, row } => format!("{ld} < {row}"),
             Broken::NegativeIndex { array } => format!("the index into `{array}` is negative"),
             Broken::OutOfBounds { array, size } => {
                 format!("the index into `{array}` is outside its {size} elements")
@@ -356,7 +365,7 @@ pub fn cell_assumptions(
 }
 
 /// Candidate preconditions over the integer parameters a query has, simplest first, with their
-/// source text: `p >= 1`, `p == blockDim.x`, `p == gridDim.x`, `p >= q`, `p % blockDim.x == 0`,
+/// source text: `p >= 1`, `p >= q`, `p == blockDim.x`, `p == gridDim.x`, `p % blockDim.x == 0`,
 /// `p >= gridDim.x * blockDim.x`. At most [`MAX_PRECONDITIONS`].
 pub fn precondition_candidates(
     kernel: &Kernel,
@@ -384,15 +393,15 @@ pub fn precondition_candidates(
         }
     }
     for (p, _) in &params {
-        out.push((eq(v(p), bx()), format!("{p} == blockDim.x")));
-        out.push((eq(v(p), gx()), format!("{p} == gridDim.x")));
-    }
-    for (p, _) in &params {
         for (q, _) in &params {
             if p != q {
                 out.push((le(v(q), v(p)), format!("{p} >= {q}")));
             }
         }
+    }
+    for (p, _) in &params {
+        out.push((eq(v(p), bx()), format!("{p} == blockDim.x")));
+        out.push((eq(v(p), gx()), format!("{p} == gridDim.x")));
     }
     for (p, _) in &params {
         out.push((
@@ -409,4 +418,100 @@ pub fn precondition_candidates(
 }
 
 /// Candidate preconditions tried per race (each a small solver check, only for races found).
-pub const MAX_PRECONDITIONS: usize = 10;
+pub const MAX_PRECONDITIONS: usize = 16;
+
+/// `ld >= n` for every index `col + row * ld` of an access whose `col` the kernel compares with
+/// the parameter `n` (see the module documentation).
+pub fn leading_dimension_assumptions(
+    kernel: &Kernel,
+    switches: &AssumptionSwitches,
+) -> Vec<Assumption> {
+    if !switches.leading_dimensions {
+        return vec![];
+    }
+    let int_param = |e: &Expr| match strip_casts(e) {
+        Expr::Param(p) => kernel
+            .params
+            .get(p.0 as usize)
+            .filter(|p| p.value.is_none() && matches!(p.ty, ScalarType::Int { .. }))
+            .map(|p| p.name.clone()),
+        _ => None,
+    };
+    // (compared expression, bounding parameter), from every comparison of the kernel.
+    let mut bounded: Vec<(Expr, String)> = Vec::new();
+    walk_block(&kernel.body, &mut |e, _| {
+        if let Expr::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, a, b) = e {
+            for (x, y) in [(a, b), (b, a)] {
+                if let Some(n) = int_param(y) {
+                    let x = strip_casts(x);
+                    if !matches!(x, Expr::Int(_) | Expr::Param(_)) {
+                        bounded.push((x.clone(), n));
+                    }
+                }
+            }
+        }
+    });
+    if bounded.is_empty() {
+        return vec![];
+    }
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut visit_index = |e: &Expr| {
+        walk_expr(
+            e,
+            &mut |e, _| {
+                let Expr::Binary(BinOp::Add, a, b) = e else {
+                    return;
+                };
+                for (col, prod) in [(a, b), (b, a)] {
+                    let Expr::Binary(BinOp::Mul, x, y) = strip_casts(prod) else {
+                        continue;
+                    };
+                    let Some(ld) = int_param(x).or_else(|| int_param(y)) else {
+                        continue;
+                    };
+                    let col = strip_casts(col);
+                    for (c, n) in &bounded {
+                        if c == col && *n != ld && !pairs.contains(&(ld.clone(), n.clone())) {
+                            pairs.push((ld.clone(), n.clone()));
+                        }
+                    }
+                }
+            },
+            false,
+        );
+    };
+    visit_accesses(&kernel.body, &mut visit_index);
+    pairs
+        .into_iter()
+        .map(|(ld, row)| Assumption {
+            term: le(
+                Term::Var(format!("param.{row}").into()),
+                Term::Var(format!("param.{ld}").into()),
+            ),
+            broken: Broken::LeadingDimension { ld, row },
+        })
+        .collect()
+}
+
+/// Every index expression of every access of the block.
+fn visit_accesses(b: &Block, f: &mut dyn FnMut(&Expr)) {
+    for s in b {
+        match s {
+            Stmt::Access(a) => a.index.iter().for_each(&mut *f),
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                visit_accesses(then_branch, f);
+                visit_accesses(else_branch, f);
+            }
+            Stmt::Loop(l) => {
+                for blk in [&l.init, &l.cond_effects, &l.body, &l.step] {
+                    visit_accesses(blk, f);
+                }
+            }
+            _ => {}
+        }
+    }
+}

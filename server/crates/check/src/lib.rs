@@ -185,6 +185,10 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
     meta.assumed_launch = launch.describe();
     let roles = assumptions::param_roles(kernel);
     let mut kernel_assumptions = assumptions::param_assumptions(kernel, &roles, &opts.assumptions);
+    kernel_assumptions.extend(assumptions::leading_dimension_assumptions(
+        kernel,
+        &opts.assumptions,
+    ));
     let launched = file.launch_sites.iter().any(|s| s.kernel == kernel.name);
     let grid_fixed = launch
         .grid
