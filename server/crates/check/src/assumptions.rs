@@ -13,7 +13,8 @@
 //!   has non-negative coordinates (the pointer is the start of the buffer).
 //! - `shared-in-bounds`: the cell of a `__shared__` array with a declared size is inside it.
 //! - `single-block-without-launch`: a kernel that never reads `blockIdx` or `gridDim` and that
-//!   the file never launches is launched with one block (cross-block races need more).
+//!   the file never launches is launched with one block (cross-block races need more); if it
+//!   reads no thread index or block size either, with one thread.
 //! - `leading-dimensions`: in an index `col + row * ld` where `col` is compared with a parameter
 //!   `n` (`if (col < n)`, `if (col >= n) return`), the leading dimension covers the row:
 //!   `ld >= n` (a pitch is at least the row length it is the pitch of).
@@ -76,6 +77,8 @@ pub enum Broken {
     OutOfBounds { array: String, size: String },
     /// More than one block.
     SeveralBlocks,
+    /// More than one thread in the block.
+    SeveralThreads,
 }
 
 impl Broken {
@@ -96,6 +99,7 @@ impl Broken {
                 format!("the index into `{array}` is outside its {size} elements")
             }
             Broken::SeveralBlocks => "launched with more than one block".into(),
+            Broken::SeveralThreads => "launched with more than one thread per block".into(),
         }
     }
 }
@@ -256,23 +260,39 @@ pub fn param_assumptions(
         .collect()
 }
 
-/// The launch assumption of a kernel: one block when it never reads `blockIdx`/`gridDim` and
-/// the file never launches it.
+/// The launch assumptions of a kernel the file never launches: one block when it never reads
+/// `blockIdx`/`gridDim`, and one thread when it reads no thread index or block size either (a
+/// kernel written for one thread: every thread would do the same work).
 pub fn launch_assumptions(
+    block_used: [bool; 3],
     grid_used: [bool; 3],
     launched: bool,
+    (block_fixed, grid_fixed): (bool, bool),
     switches: &AssumptionSwitches,
 ) -> Vec<Assumption> {
     if !switches.single_block_without_launch || launched || grid_used.iter().any(|u| *u) {
         return vec![];
     }
-    vec![Assumption {
-        term: and(["x", "y", "z"]
-            .iter()
-            .map(|d| eq(Term::Var(format!("gridDim.{d}").into()), int(1)))
-            .collect()),
-        broken: Broken::SeveralBlocks,
-    }]
+    let mut out = Vec::new();
+    if !grid_fixed {
+        out.push(Assumption {
+            term: and(["x", "y", "z"]
+                .iter()
+                .map(|d| eq(Term::Var(format!("gridDim.{d}").into()), int(1)))
+                .collect()),
+            broken: Broken::SeveralBlocks,
+        });
+    }
+    if !block_fixed && !block_used.iter().any(|u| *u) {
+        out.push(Assumption {
+            term: and(["x", "y", "z"]
+                .iter()
+                .map(|d| eq(Term::Var(format!("blockDim.{d}").into()), int(1)))
+                .collect()),
+            broken: Broken::SeveralThreads,
+        });
+    }
+    out
 }
 
 /// The index assumptions of one access pair: for each way of meeting (`disjunct`, thread A's

@@ -190,17 +190,15 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         &opts.assumptions,
     ));
     let launched = file.launch_sites.iter().any(|s| s.kernel == kernel.name);
-    let grid_fixed = launch
-        .grid
-        .iter()
-        .all(|d| matches!(d, launch::DimSpec::Fixed(_)));
-    if !grid_fixed {
-        kernel_assumptions.extend(assumptions::launch_assumptions(
-            p.grid_dims_used,
-            launched,
-            &opts.assumptions,
-        ));
-    }
+    let fixed =
+        |dims: &[launch::DimSpec; 3]| dims.iter().all(|d| matches!(d, launch::DimSpec::Fixed(_)));
+    kernel_assumptions.extend(assumptions::launch_assumptions(
+        p.block_dims_used,
+        p.grid_dims_used,
+        launched,
+        (fixed(&launch.block), fixed(&launch.grid)),
+        &opts.assumptions,
+    ));
     let enc = Encoder {
         p: &p,
         kernel,
