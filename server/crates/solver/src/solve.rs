@@ -116,6 +116,7 @@ fn solve_inner(
     timer: &Timer<'_>,
 ) -> Answer {
     let start = Instant::now();
+    let budget = Duration::from_millis(limits.timeout_ms.max(1));
     let enc = Encoder::new(&query.vars);
     let mut assertions: Vec<Bool> = match query.assertions.iter().map(|t| enc.bool(t)).collect() {
         Ok(a) => a,
@@ -181,7 +182,14 @@ fn solve_inner(
     );
     match answer {
         Answer::Sat(mut model) if !query.preconditions.is_empty() => {
-            if let Some(i) = first_precondition(query, limits, cancelled, &enc, &assertions) {
+            let out_of_time = || start.elapsed() >= budget;
+            if let Some(i) = first_precondition(
+                query,
+                limits,
+                &|| cancelled() || out_of_time(),
+                &enc,
+                &assertions,
+            ) {
                 model.insert(crate::term::PRECONDITION_KEY.to_string(), i as i64);
             }
             Answer::Sat(model)
@@ -193,16 +201,17 @@ fn solve_inner(
 /// Share of `rlimit` for each precondition check (fast engine; an undecided one is skipped).
 const PRECONDITION_SHARE: u64 = 20;
 
-/// The first candidate precondition under which the query is unsat.
+/// The first candidate precondition under which the query is unsat. Stops (with none) when
+/// `stop()` says so: the search shares the query's time budget.
 fn first_precondition(
     query: &Query,
     limits: &Limits,
-    cancelled: &dyn Fn() -> bool,
+    stop: &dyn Fn() -> bool,
     enc: &Encoder,
     assertions: &[Bool],
 ) -> Option<usize> {
     for (i, t) in query.preconditions.iter().enumerate() {
-        if cancelled() {
+        if stop() {
             return None;
         }
         let Ok(c) = enc.bool(t) else { continue };
