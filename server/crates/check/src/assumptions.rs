@@ -471,9 +471,16 @@ pub fn leading_dimension_assumptions(
             }
         }
     });
-    if bounded.is_empty() {
-        return vec![];
-    }
+    // `x % n` is below `n` too (`int col = index % n`).
+    let rem_bound = |e: &Expr| match strip_casts(e) {
+        Expr::Binary(BinOp::Rem, _, n) => int_param(n),
+        _ => None,
+    };
+    assigned_values(&kernel.body, &mut |l, value| {
+        if let Some(n) = rem_bound(value) {
+            bounded.push((Expr::Local(l), n));
+        }
+    });
     let mut pairs: Vec<(String, String)> = Vec::new();
     let mut visit_index = |e: &Expr| {
         walk_expr(
@@ -490,6 +497,11 @@ pub fn leading_dimension_assumptions(
                         continue;
                     };
                     let col = strip_casts(col);
+                    if let Some(n) = rem_bound(col) {
+                        if n != ld && !pairs.contains(&(ld.clone(), n.clone())) {
+                            pairs.push((ld.clone(), n));
+                        }
+                    }
                     for (c, n) in &bounded {
                         if c == col && *n != ld && !pairs.contains(&(ld.clone(), n.clone())) {
                             pairs.push((ld.clone(), n.clone()));
@@ -529,6 +541,29 @@ fn visit_accesses(b: &Block, f: &mut dyn FnMut(&Expr)) {
             Stmt::Loop(l) => {
                 for blk in [&l.init, &l.cond_effects, &l.body, &l.step] {
                     visit_accesses(blk, f);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Every `local = value` of the block.
+fn assigned_values(b: &Block, f: &mut dyn FnMut(cudarace_ir::LocalId, &Expr)) {
+    for s in b {
+        match s {
+            Stmt::Assign { local, value, .. } => f(*local, value),
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                assigned_values(then_branch, f);
+                assigned_values(else_branch, f);
+            }
+            Stmt::Loop(l) => {
+                for blk in [&l.init, &l.cond_effects, &l.body, &l.step] {
+                    assigned_values(blk, f);
                 }
             }
             _ => {}
