@@ -16,7 +16,7 @@
 //!   the file never launches is launched with one block (cross-block races need more); if it
 //!   reads no thread index or block size either, with one thread.
 //! - `leading-dimensions`: in an index `col + row * ld` where `col` is compared with a parameter
-//!   `n` (`if (col < n)`, `if (col >= n) return`), the leading dimension covers the row:
+//!   `n` (`if (col < n)`, `if (col >= n) return`) or is `x % n`, the leading dimension covers the row:
 //!   `ld >= n` (a pitch is at least the row length it is the pitch of).
 
 use crate::encode::Encoder;
