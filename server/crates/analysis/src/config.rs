@@ -169,6 +169,8 @@ pub struct Config {
     pub grid_checks: Option<bool>,
     /// `[assumptions]`: which plausibility assumptions are made (all by default).
     pub assumptions: cudarace_check::assumptions::AssumptionSwitches,
+    /// `[library] files`: the bundled library files and the user's (`None`: the bundled ones).
+    pub library: Option<Arc<cudarace_library::Library>>,
     /// `exclude` as written.
     pub exclude: Vec<String>,
     exclude_set: Option<GlobSet>,
@@ -232,6 +234,15 @@ struct RawConfig {
     solver: Option<RawSolver>,
     severity: Option<RawSeverity>,
     assumptions: Option<RawAssumptions>,
+    library: Option<RawLibrary>,
+}
+
+/// `[library]`: library files of the user's own (see `docs/library.md`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawLibrary {
+    #[serde(default)]
+    files: Vec<Spanned<PathBuf>>,
 }
 
 /// `[assumptions]`: each plausibility assumption can be turned off (see
@@ -410,6 +421,27 @@ impl Config {
                 leading_dimensions: a.leading_dimensions.unwrap_or(d.leading_dimensions),
             };
         }
+        if let Some(l) = raw.library {
+            let paths: Vec<PathBuf> = l.files.iter().map(|p| dir.join(p.get_ref())).collect();
+            for (p, raw_path) in paths.iter().zip(&l.files) {
+                if !p.is_file() {
+                    return Err(error(
+                        Some(raw_path.span()),
+                        format!("library file `{}` not found", p.display()),
+                        Some("paths are relative to the folder of cudarace.toml"),
+                    ));
+                }
+            }
+            // An error inside a library file names that file and its line.
+            let lib = cudarace_library::Library::with_user_files(&paths).map_err(|e| ConfigError {
+                path: e.path.clone(),
+                text: e.text.clone(),
+                span: e.span.clone(),
+                message: e.message.clone(),
+                help: Some("see docs/library.md for the format".into()),
+            })?;
+            config.library = Some(Arc::new(lib));
+        }
         if let Some(s) = raw.severity {
             config.severity = Severities {
                 data_race: s.data_race.unwrap_or_default(),
@@ -520,6 +552,9 @@ impl Config {
         let mut defines = self.defines.clone();
         defines.append(&mut opts.frontend.defines);
         opts.frontend.defines = defines;
+        if self.library.is_some() {
+            opts.frontend.library = self.library.clone();
+        }
         if let Some(ms) = self.timeout_ms {
             set_timeout(&mut opts.check.limits, ms);
         }

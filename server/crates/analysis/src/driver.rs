@@ -369,6 +369,7 @@ mod tests {
             annotated_launch: Default::default(),
             unsupported: None,
             volatile_arrays: vec![],
+            library_notes: vec![],
         }
     }
 

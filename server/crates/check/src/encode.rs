@@ -224,7 +224,66 @@ impl<'a> Encoder<'a> {
                 parts.extend(row_lemmas(x, y));
             }
         }
+        let lemmas = self.distinct_lemmas(scope, &parts);
+        parts.extend(lemmas);
         (and(parts), cell)
+    }
+
+    /// Facts about values known to differ (see [`crate::protocol::DistinctVar`]) among the
+    /// renamed variables of `terms`: two tickets taken from the same counter cell differ (a
+    /// shared counter is one per block, so only within a block); two threads' per-thread
+    /// distinct values differ.
+    fn distinct_lemmas(&self, scope: Scope, terms: &[Term]) -> Vec<Term> {
+        if self.p.distinct.is_empty() {
+            return Vec::new();
+        }
+        let mut found: Vec<(String, char, &crate::protocol::DistinctVar)> = Vec::new();
+        for t in terms {
+            visit_vars(t, &mut |x| {
+                let Some((th, rest)) = x.split_once('.') else {
+                    return;
+                };
+                let th = match th {
+                    "A" => 'A',
+                    "B" => 'B',
+                    _ => return,
+                };
+                if let Some(d) = self.p.distinct.get(var_key(rest)) {
+                    if !found.iter().any(|f| f.0 == x) {
+                        found.push((x.to_string(), th, d));
+                    }
+                }
+            });
+        }
+        let mut out = Vec::new();
+        for (i, (x, tx, dx)) in found.iter().enumerate() {
+            for (y, ty, dy) in &found[i + 1..] {
+                let differ = not(eq(v(x.clone()), v(y.clone())));
+                match (&dx.counter, &dy.counter) {
+                    (None, None) => {
+                        if tx != ty && var_key(&x[2..]) == var_key(&y[2..]) {
+                            out.push(differ);
+                        }
+                    }
+                    (Some((ax, ix, shared)), Some((ay, iy, _))) if ax == ay => {
+                        if *shared && tx != ty && scope == Scope::CrossBlock {
+                            continue;
+                        }
+                        if ix.len() != iy.len() {
+                            continue;
+                        }
+                        let same: Vec<Term> = ix
+                            .iter()
+                            .zip(iy)
+                            .map(|(a, b)| eq(rename(scope, *tx, a), rename(scope, *ty, b)))
+                            .collect();
+                        out.push(or(vec![not(and(same)), differ]));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out
     }
 
     /// The same-cell equalities alone rule the pair out: one of them folded to `false` (e.g.

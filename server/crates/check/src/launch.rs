@@ -326,6 +326,7 @@ mod tests {
             annotated_launch: LaunchConfig::default(),
             unsupported: None,
             volatile_arrays: vec![],
+            library_notes: vec![],
         }
     }
 

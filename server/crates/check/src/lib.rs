@@ -39,6 +39,7 @@ pub mod divergence;
 pub mod encode;
 pub mod launch;
 pub mod protocol;
+pub mod separable;
 pub mod split;
 pub mod terms;
 pub mod uniformity;
@@ -96,6 +97,8 @@ struct PlanMeta {
     unknown_notes: Vec<String>,
     /// Unmodelled code that may synchronize (findings become possible).
     may_sync_note: Option<String>,
+    /// Library knowledge the kernel relied on (fallback macros), said in the verdict's reason.
+    library_notes: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -127,6 +130,9 @@ enum Item {
         /// The array is accessed as `volatile` in a kernel without `__syncwarp()`: a race
         /// between two threads of one warp is legacy warp-synchronous code.
         warp_synchronous: bool,
+        /// Unmodelled calls that may synchronize sit between the two accesses: the finding is
+        /// possible, for this reason.
+        may_sync: Option<String>,
     },
     Divergence {
         span: Span,
@@ -166,6 +172,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         items: Vec::new(),
         unknown_notes: Vec::new(),
         may_sync_note: None,
+        library_notes: kernel.library_notes.clone(),
     };
     let mut queries = Vec::new();
     if kernel.unsupported.is_some() {
@@ -224,6 +231,28 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         meta.may_sync_note =
             Some("unmodelled code may synchronize; it was treated as no barrier, so races it might prevent are reported as possible".into());
     }
+    // Calls without a body may synchronize: the pairs they cannot separate keep their
+    // confidence (see `separable`).
+    let meeting = if p.may_sync_calls.is_empty() || meta.may_sync_note.is_some() {
+        None
+    } else {
+        Some(separable::pairs_meeting_across_calls(&p))
+    };
+    let calls_note = {
+        let mut names: Vec<&str> = Vec::new();
+        for (_, why) in &p.may_sync_calls {
+            if !names.contains(&why.as_str()) {
+                names.push(why);
+            }
+        }
+        let shown: Vec<&str> = names.iter().take(3).copied().collect();
+        let more = names.len().saturating_sub(3);
+        format!(
+            "a barrier in unmodelled code between the two accesses would prevent it ({}{})",
+            shown.join("; "),
+            if more > 0 { format!("; {more} more") } else { String::new() }
+        )
+    };
 
     // Races.
     let mut scopes: Vec<Scope> = if p.has_warp_sync {
@@ -435,6 +464,11 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             assumed,
             precondition_texts,
             warp_synchronous: !p.has_warp_sync && kernel.volatile_arrays.contains(&xa.array),
+            may_sync: match &meeting {
+                Some(Some(m)) if m.contains(&(ia.min(ib), ia.max(ib))) => None,
+                Some(_) => Some(calls_note.clone()),
+                None => None,
+            },
         });
     }
 
@@ -522,6 +556,7 @@ fn race_finding(
         assumed,
         precondition_texts,
         warp_synchronous,
+        may_sync: call_note,
     } = item
     else {
         return None;
@@ -579,7 +614,12 @@ fn race_finding(
             "; warp-synchronous code: racy since Volta's independent thread scheduling (order the warp with __syncwarp())",
         );
     }
-    let (mut confidence, mut confidence_reason) = confidence(&reasons, may_sync);
+    let may_sync = match (may_sync, call_note) {
+        (Some(n), _) => Some(n.clone()),
+        (None, Some(n)) => Some(n.clone()),
+        (None, None) => None,
+    };
+    let (mut confidence, mut confidence_reason) = confidence(&reasons, &may_sync);
     // The solver returns a witness that breaks an assumption only when none keeps them all.
     let broken: Vec<String> = assumed
         .iter()
@@ -732,9 +772,15 @@ pub fn finish_kernel(plan: &KernelPlan, answers: Vec<Answer>, time_ms: f64) -> K
         return report;
     }
     let mut unknowns: Vec<String> = Vec::new();
+    // Races found, and among them those an unmodelled call between the accesses could prevent.
+    let (mut races_found, mut preventable) = (0usize, 0usize);
     for (i, item) in meta.items.iter().enumerate() {
         match answers.get(i) {
             Some(Answer::Sat(model)) => {
+                if let Item::Race { may_sync, .. } = item {
+                    races_found += 1;
+                    preventable += usize::from(may_sync.is_some());
+                }
                 let f = match item {
                     Item::Race { .. } => {
                         race_finding(&plan.kernel, item, model, &meta.may_sync_note)
@@ -760,15 +806,26 @@ pub fn finish_kernel(plan: &KernelPlan, answers: Vec<Answer>, time_ms: f64) -> K
         .iter()
         .any(|f| f.kind == FindingKind::BarrierDivergence);
     let mut notes = meta.unknown_notes.clone();
+    notes.extend(meta.library_notes.iter().cloned());
     if let Some(n) = &meta.may_sync_note {
         notes.push(n.clone());
     }
     notes.extend(unknowns.iter().cloned());
-    report.verdict = if races {
+    let only_preventable = races_found > 0 && preventable == races_found;
+    if races && only_preventable {
+        notes.push(
+            "every race found needs the unmodelled calls between its accesses to contain no barrier"
+                .into(),
+        );
+    }
+    report.verdict = if races && !only_preventable {
         Verdict::Racy
     } else if divergent {
         Verdict::Divergent
-    } else if !unknowns.is_empty() || !meta.unknown_notes.is_empty() || meta.may_sync_note.is_some()
+    } else if !unknowns.is_empty()
+        || !meta.unknown_notes.is_empty()
+        || meta.may_sync_note.is_some()
+        || only_preventable
     {
         Verdict::Unknown
     } else {

@@ -41,6 +41,7 @@ pub(crate) mod ir {
                     annotated_launch: LaunchConfig::default(),
                     unsupported: None,
                     volatile_arrays: vec![],
+                    library_notes: vec![],
                 },
                 next_access: 0,
             }
@@ -105,6 +106,7 @@ pub(crate) mod ir {
                 reason: "the result of `f()`".into(),
                 span: sp(0),
                 uniform,
+                distinct: None,
             });
             Expr::Unknown(UnknownId(self.k.unknowns.len() as u32 - 1))
         }

@@ -106,6 +106,9 @@ pub struct Kernel {
     /// Arrays declared `volatile` or accessed through a `volatile` pointer (`volatile float *vs =
     /// sdata`): the mark of legacy warp-synchronous code.
     pub volatile_arrays: Vec<ArrayId>,
+    /// Library knowledge the kernel relied on that the user should know about (fallback
+    /// definitions of framework macros whose header is missing).
+    pub library_notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -206,6 +209,20 @@ pub struct UnknownValue {
     pub reason: String,
     pub span: Span,
     pub uniform: bool,
+    /// Known to differ from other values (atomic tickets); `None` for most unknowns.
+    pub distinct: Option<Distinct>,
+}
+
+/// What an unknown value is known to differ from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Distinct {
+    /// The old value of an atomic counter increment (`atomicAdd(&count, 1)`): it differs from
+    /// every other ticket taken from the same cell, in any thread, at any call site or loop
+    /// iteration. `counter` is the atomic access on the counter; the front end makes a value a
+    /// ticket only when every atomic on that array in the kernel takes tickets of one sign.
+    Ticket { counter: AccessId },
+    /// Differs between any two threads (a library function returning a per-thread id).
+    PerThread,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -236,6 +236,7 @@ mod tests {
             annotated_launch: Default::default(),
             unsupported: None,
             volatile_arrays: vec![],
+            library_notes: vec![],
         };
         let file = |t: &str| FileIr {
             files: vec![cudarace_ir::SourceFile {

@@ -39,6 +39,7 @@ pub(crate) struct GlobalVar<'t> {
 pub(crate) struct Tables<'t> {
     pub texts: Vec<Arc<str>>,
     pub macros: MacroTable,
+    pub library: Arc<cudarace_library::Library>,
     pub funcs: HashMap<String, Vec<FuncDef<'t>>>,
     pub kernels: Vec<FuncDef<'t>>,
     pub protos: HashSet<String>,
@@ -285,6 +286,7 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
     let mut t = Tables {
         texts: pre.units.iter().map(|u| u.clean.clone()).collect(),
         macros: pre.macros.clone(),
+        library: pre.library.clone(),
         funcs: HashMap::new(),
         kernels: Vec::new(),
         protos: HashSet::new(),

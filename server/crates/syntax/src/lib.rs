@@ -29,6 +29,7 @@ mod tests;
 
 use cudarace_ir as ir;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Options that change what the front end sees (like a compiler's `-I` and `-D`).
 #[derive(Clone, Debug, Default)]
@@ -38,6 +39,17 @@ pub struct FrontendOptions {
     pub include_dirs: Vec<PathBuf>,
     /// `-D NAME=VALUE` definitions; an empty value means `1`.
     pub defines: Vec<(String, String)>,
+    /// What is known about functions without a body and framework macros; `None` means the
+    /// bundled library files alone.
+    pub library: Option<Arc<cudarace_library::Library>>,
+}
+
+impl FrontendOptions {
+    pub fn library(&self) -> Arc<cudarace_library::Library> {
+        self.library
+            .clone()
+            .unwrap_or_else(cudarace_library::Library::bundled)
+    }
 }
 
 pub use parse::parse;

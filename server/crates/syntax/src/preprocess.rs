@@ -32,6 +32,9 @@ pub(crate) struct Macro {
     /// The `#define` line (for future go-to-definition; kept so spans survive).
     #[allow(dead_code)]
     pub span: Span,
+    /// The library file whose fallback definition this is (the file and its includes do not
+    /// define the macro); `None` for the file's own macros.
+    pub fallback: Option<Arc<str>>,
 }
 
 pub(crate) type MacroTable = HashMap<String, Macro>;
@@ -62,9 +65,19 @@ impl Macro {
             let (is_id, t) = toks[i];
             if is_id {
                 if let Some(k) = params.iter().position(|p| p == t) {
-                    out.push('(');
-                    out.push_str(args.get(k).map(|s| s.as_str()).unwrap_or(""));
-                    out.push(')');
+                    // Parenthesized for precedence; a lone name or number needs none, and a
+                    // name in declarator position must stay bare (`for (int i = …` in
+                    // `CUDA_KERNEL_LOOP(i, n)`: `int (i) = …` reads as a cast).
+                    let arg = args.get(k).map(|s| s.trim()).unwrap_or("");
+                    let atom = !arg.is_empty()
+                        && arg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+                    if atom {
+                        out.push_str(arg);
+                    } else {
+                        out.push('(');
+                        out.push_str(args.get(k).map(|s| s.as_str()).unwrap_or(""));
+                        out.push(')');
+                    }
                     i += 1;
                     continue;
                 }
@@ -123,6 +136,7 @@ pub(crate) struct Unit {
 pub(crate) struct Preprocessed {
     pub units: Vec<Unit>,
     pub macros: MacroTable,
+    pub library: Arc<cudarace_library::Library>,
 }
 
 struct Cond {
@@ -143,6 +157,7 @@ pub(crate) fn preprocess(path: Option<&Path>, text: &str, opts: &FrontendOptions
                 params: None,
                 body: value.to_string(),
                 span: Span::default(),
+                fallback: None,
             },
         );
     }
@@ -159,6 +174,7 @@ pub(crate) fn preprocess(path: Option<&Path>, text: &str, opts: &FrontendOptions
                 params,
                 body,
                 span: Span::default(),
+                fallback: None,
             },
         );
     }
@@ -169,6 +185,21 @@ pub(crate) fn preprocess(path: Option<&Path>, text: &str, opts: &FrontendOptions
         seen: Vec::new(),
     };
     pp.run(path.map(|p| p.to_path_buf()), Arc::from(text), 0);
+    // Framework macros whose header is not there: the library's fallback definitions.
+    let library = opts.library();
+    for m in library.macros() {
+        if !pp.macros.contains_key(&m.name) {
+            pp.macros.insert(
+                m.name.clone(),
+                Macro {
+                    params: m.params.clone(),
+                    body: m.body.clone(),
+                    span: Span::default(),
+                    fallback: Some(m.library.clone()),
+                },
+            );
+        }
+    }
     let mut units = pp.units;
     for u in &mut units {
         blank_qualifier_macros(u, &pp.macros);
@@ -177,6 +208,7 @@ pub(crate) fn preprocess(path: Option<&Path>, text: &str, opts: &FrontendOptions
     Preprocessed {
         units,
         macros: pp.macros,
+        library,
     }
 }
 
@@ -422,7 +454,15 @@ impl Pre<'_> {
         } else {
             (None, after.trim().to_string())
         };
-        self.macros.insert(name, Macro { params, body, span });
+        self.macros.insert(
+            name,
+            Macro {
+                params,
+                body,
+                span,
+                fallback: None,
+            },
+        );
     }
 
     fn include(&mut self, spec: &str, from: Option<&Path>, depth: usize) {

@@ -429,6 +429,44 @@ impl<'k> Exec<'k> {
         Term::Var(format!("{prefix}{name}").into())
     }
 
+    /// Records a value known to differ from others (see [`crate::protocol::DistinctVar`]). A
+    /// ticket whose counter cell depends on a thread or on a value created during execution
+    /// (a loop counter, whose per-iteration copies would not match) stays a plain unknown.
+    fn record_distinct(&mut self, name: &str, d: cudarace_ir::Distinct) {
+        let counter = match d {
+            cudarace_ir::Distinct::PerThread => None,
+            cudarace_ir::Distinct::Ticket { counter } => {
+                let Some(acc) = self.p.accs.iter().rev().find(|a| a.id == counter) else {
+                    return;
+                };
+                let mut stable = true;
+                for t in &acc.index {
+                    visit_vars(t, &mut |v| {
+                        if v.starts_with('$')
+                            || v.starts_with('^')
+                            || crate::protocol::fresh_id(crate::protocol::base_name(v)).is_some()
+                        {
+                            stable = false;
+                        }
+                    });
+                }
+                if !stable {
+                    return;
+                }
+                let shared = self
+                    .k
+                    .arrays
+                    .get(acc.array.0 as usize)
+                    .is_some_and(|a| a.space == cudarace_ir::MemSpace::Shared);
+                Some((acc.array, acc.index.clone(), shared))
+            }
+        };
+        self.p.distinct.insert(
+            crate::protocol::var_key(name).to_string(),
+            crate::protocol::DistinctVar { counter },
+        );
+    }
+
     fn fresh_unknown(&mut self, varying: bool, base: &str, reason: String) -> Term {
         let prefix = if varying { "$" } else { "%" };
         self.fresh(
@@ -578,11 +616,15 @@ impl<'k> Exec<'k> {
                 None => self.fresh_unknown(true, "load", "data read from memory".into()),
             },
             Expr::Unknown(u) => {
-                let (uniform, reason) = match self.k.unknowns.get(u.0 as usize) {
-                    Some(uv) => (uv.uniform, uv.reason.clone()),
-                    None => (false, "an unmodelled value".to_string()),
+                let (uniform, reason, distinct) = match self.k.unknowns.get(u.0 as usize) {
+                    Some(uv) => (uv.uniform, uv.reason.clone(), uv.distinct.clone()),
+                    None => (false, "an unmodelled value".to_string(), None),
                 };
-                self.fresh_unknown(!uniform, "unknown", reason)
+                let t = self.fresh_unknown(!uniform, "unknown", reason);
+                if let (Some(d), Term::Var(name)) = (distinct, &t) {
+                    self.record_distinct(name, d);
+                }
+                t
             }
             Expr::Unary(op, a) => {
                 let ty = self.ty_of(e);
@@ -1374,7 +1416,7 @@ impl<'k> Exec<'k> {
                     }
                 }
                 if o.may_sync {
-                    self.p.may_sync.push(o.span);
+                    self.p.may_sync_calls.push((o.span, o.reason.clone()));
                     out.push(Node::MaybeSync(o.span));
                 }
             }

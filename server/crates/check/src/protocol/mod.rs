@@ -109,14 +109,27 @@ pub struct Protocol {
     pub vars: HashMap<String, VarInfo>,
     /// Arrays an opaque effect may touch, with the reason.
     pub opaque_arrays: Vec<(ArrayId, String)>,
-    /// Unmodelled code that may synchronize.
+    /// Barriers whose order is not trusted (findings they might prevent become possible).
     pub may_sync: Vec<Span>,
+    /// Unmodelled code that may synchronize (a call without a body), with what it is: treated
+    /// as no barrier; findings it could prevent (it sits between the two accesses) are possible.
+    pub may_sync_calls: Vec<(Span, String)>,
     /// Dimensions mentioned by threadIdx/blockDim (block) and blockIdx/gridDim (grid).
     pub block_dims_used: [bool; 3],
     pub grid_dims_used: [bool; 3],
     pub has_warp_sync: bool,
     pub has_grid_sync: bool,
     pub written: BTreeSet<ArrayId>,
+    /// Values known to differ from others, keyed like [`Protocol::vars`].
+    pub distinct: HashMap<String, DistinctVar>,
+}
+
+/// A value that differs from others (see `cudarace_ir::Distinct`).
+#[derive(Debug, Clone)]
+pub struct DistinctVar {
+    /// For a ticket: the counter's array, its cell (block-uniform terms, no loop values) and
+    /// whether it is shared memory (one counter per block). `None`: differs between threads.
+    pub counter: Option<(ArrayId, Vec<Term>, bool)>,
 }
 
 /// How a term of one iteration reads in the next one: head variables become their values at

@@ -47,6 +47,7 @@ impl Kb {
                 annotated_launch: LaunchConfig::default(),
                 unsupported: None,
                 volatile_arrays: vec![],
+                library_notes: vec![],
             },
             next_access: 0,
             next_span: 0,
@@ -469,6 +470,7 @@ fn unknown_values_only_matter_when_they_steer() {
         reason: "rand()".into(),
         span: Span::default(),
         uniform: false,
+        distinct: None,
     });
     let unk = Expr::Unknown(UnknownId(0));
     // Storing an unknown value: the race on s[0] is still certain.

@@ -1,41 +1,9 @@
-//! Calls: barriers, atomics, cooperative groups, math built-ins, device-function inlining,
-//! macros, and calls without a body.
+//! Calls: cooperative groups, GPUVerify annotations, casts, device-function inlining, macros;
+//! calls without a body go to the library model (`library_calls.rs`) or, unknown, may
+//! synchronize.
 
 use super::stmt::contains_return;
 use super::*;
-
-const ATOMICS: &[&str] = &[
-    "atomicAdd",
-    "atomicSub",
-    "atomicExch",
-    "atomicMin",
-    "atomicMax",
-    "atomicInc",
-    "atomicDec",
-    "atomicCAS",
-    "atomicAnd",
-    "atomicOr",
-    "atomicXor",
-];
-
-fn is_atomic(name: &str) -> bool {
-    let base = name
-        .strip_suffix("_block")
-        .or_else(|| name.strip_suffix("_system"))
-        .unwrap_or(name);
-    ATOMICS.contains(&base)
-}
-
-fn is_warp_value_intrinsic(name: &str) -> bool {
-    name.starts_with("__shfl")
-        || name.starts_with("__ballot")
-        || name.starts_with("__any")
-        || name.starts_with("__all")
-        || name.starts_with("__match")
-        || name.starts_with("__reduce_")
-        || name == "__activemask"
-        || name == "__lanemask_lt"
-}
 
 fn args_of(n: Node) -> Vec<Node> {
     match n.child_by_field_name("arguments") {
@@ -85,6 +53,14 @@ impl<'a, 't> Lowerer<'a, 't> {
         )
     }
 
+    pub(crate) fn lower_args_public(&mut self, args: &[Node]) -> Vec<Val> {
+        self.lower_args(args)
+    }
+
+    pub(crate) fn arrays_of_vals_public(vals: &[Val]) -> Vec<ArrayId> {
+        Self::arrays_of_vals(vals)
+    }
+
     fn lower_args(&mut self, args: &[Node]) -> Vec<Val> {
         args.iter().map(|a| self.expr(*a)).collect()
     }
@@ -132,6 +108,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                         return self.expand_macro(&name, Some(texts), n);
                     }
                 }
+                let name = self.function_alias(&name);
                 self.named_call(&name, None, n, &args, want_place)
             }
             "template_function" => {
@@ -263,7 +240,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         self.emit(Stmt::Barrier(Barrier { kind, span }));
     }
 
-    fn group_sync(&mut self, g: GroupKind, span: Span) {
+    pub(crate) fn group_sync(&mut self, g: GroupKind, span: Span) {
         match g {
             GroupKind::Block => self.barrier(BarrierKind::Block, span),
             GroupKind::Grid => self.barrier(BarrierKind::Grid, span),
@@ -323,29 +300,8 @@ impl<'a, 't> Lowerer<'a, 't> {
             }
         }
         match name {
-            "__syncthreads" => {
-                self.lower_args(args);
-                self.barrier(BarrierKind::Block, span);
-                return Val::Void;
-            }
-            "__syncthreads_count" | "__syncthreads_and" | "__syncthreads_or" => {
-                self.lower_args(args);
-                self.barrier(BarrierKind::Block, span);
-                return Val::S(self.unknown(format!("result of `{name}`"), span, true));
-            }
-            "__syncwarp" => {
-                let mask = args.first().map(|a| self.scalar_expr(*a));
-                let mask = match mask {
-                    None => None,
-                    Some(Expr::Int(m)) if (m as u64 & 0xffff_ffff) == 0xffff_ffff => None,
-                    Some(m) => Some(m),
-                };
-                self.barrier(BarrierKind::Warp { mask }, span);
-                return Val::Void;
-            }
-            "__threadfence" | "__threadfence_block" | "__threadfence_system" => return Val::Void,
             // GPUVerify-style annotations: a guard on what follows.
-            "__requires" | "__assume" | "assert" => {
+            "__requires" | "__assume" => {
                 if let Some(a) = args.first() {
                     let cond = self.scalar_expr(*a);
                     self.emit(Stmt::Assume { cond, span });
@@ -356,6 +312,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             "__invariant" | "__global_invariant" | "__ensures" | "__function_wide_invariant" => {
                 return Val::Void
             }
+            // Cooperative groups: the group values their methods and `sync(g)` act on.
             "this_thread_block" => return Val::Group(GroupKind::Block),
             "this_grid" => return Val::Group(GroupKind::Grid),
             "coalesced_threads" => return Val::Group(GroupKind::Tile(None)),
@@ -374,14 +331,6 @@ impl<'a, 't> Lowerer<'a, 't> {
                 };
                 return Val::Group(GroupKind::Tile(size));
             }
-            "sync" => {
-                if let Some(a) = args.first() {
-                    if let Val::Group(g) = self.expr(*a) {
-                        self.group_sync(g, span);
-                        return Val::Void;
-                    }
-                }
-            }
             "static_cast" | "reinterpret_cast" | "const_cast" | "dynamic_cast" => {
                 let Some(a) = args.first() else {
                     return Val::Void;
@@ -390,49 +339,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 let ty = targs.as_ref().and_then(|t| t.first().copied());
                 return self.cast_val(ty, v, span);
             }
-            "min" | "max" | "umin" | "umax" | "llmin" | "llmax" | "fminf" | "fmaxf" | "fmin"
-            | "fmax" | "ullmin" | "ullmax"
-                if args.len() == 2 =>
-            {
-                let a = self.scalar_expr(args[0]);
-                let b = self.scalar_expr(args[1]);
-                let is_min = name.contains("min");
-                let c = Expr::bin(
-                    if is_min { BinOp::Lt } else { BinOp::Gt },
-                    a.clone(),
-                    b.clone(),
-                );
-                return Val::S(fold(&Expr::ite(c, a, b)));
-            }
-            "abs" | "labs" | "llabs" | "fabsf" | "fabs" if args.len() == 1 => {
-                let a = self.scalar_expr(args[0]);
-                let c = Expr::bin(BinOp::Lt, a.clone(), Expr::Int(0));
-                return Val::S(Expr::ite(c, Expr::un(UnOp::Neg, a.clone()), a));
-            }
-            "__mul24" | "__umul24" if args.len() == 2 => {
-                let a = self.scalar_expr(args[0]);
-                let b = self.scalar_expr(args[1]);
-                return Val::S(fold(&Expr::bin(BinOp::Mul, a, b)));
-            }
-            "__ldg" | "__ldca" | "__ldcg" | "__ldcs" | "__ldlu" | "__ldcv" if args.len() == 1 => {
-                let place = self.pointed_place(args[0]);
-                return Val::S(self.read(place, span));
-            }
-            "__builtin_expect" if !args.is_empty() => {
-                let v = self.expr(args[0]);
-                for a in &args[1..] {
-                    self.expr_discard(*a);
-                }
-                return v;
-            }
-            "printf" | "__assert_fail" | "__prof_trigger" | "__nanosleep" | "__builtin_assume" => {
-                self.lower_args(args);
-                return Val::Void;
-            }
             _ => {}
-        }
-        if is_atomic(name) {
-            return self.atomic(name, args, span);
         }
         if let Some(g) = self.tab.shared_structs.get(name).copied() {
             // `T *s = SharedMemory<T>();` — the dynamic shared memory array.
@@ -462,14 +369,6 @@ impl<'a, 't> Lowerer<'a, 't> {
             };
             let p = self.array_ptr(id, span);
             return Val::P(p);
-        }
-        if is_warp_value_intrinsic(name) {
-            self.lower_args(args);
-            return Val::S(self.unknown(
-                format!("result of `{name}` (warp register exchange)"),
-                span,
-                false,
-            ));
         }
         // A call through a variable (a lambda, a functor): its body is not modelled and may touch
         // any array it captured.
@@ -509,39 +408,52 @@ impl<'a, 't> Lowerer<'a, 't> {
         if let Some(def) = def {
             return self.inline(name, &def, targs, n, args, None, want_place);
         }
+        // No body: what a library file says of it.
+        let library = self.tab.library.clone();
+        if let Some(model) = library.function(name) {
+            return self.library_call(name, model, n, args);
+        }
+        // Unknown, declared or not: it may synchronize at block scope (the findings it could
+        // prevent become possible, see `cudarace_check::separable`) and may touch whatever its
+        // pointer arguments reach.
         let vals = self.lower_args(args);
         let mut arrays = Self::arrays_of_vals(&vals);
         let (oa, ol) = self.objects_in_args(args);
         arrays.extend(oa);
-        let declared = self.tab.protos.contains(name)
-            || self.tab.funcs.contains_key(name)
-            || self.class_with_constructor(name)
-            || self
-                .tab
-                .classes
-                .values()
-                .flatten()
-                .any(|c| c.methods.contains_key(name));
-        // A user function defined elsewhere may synchronize; so may a function given shared
-        // memory, which is how block-wide collectives take their scratch space
-        // (`blockReduce(v, temp_smem)`, CUB's `TempStorage`). Other library functions (math,
-        // `curand_*` on per-thread state) do not.
-        let shared_arg = arrays.iter().any(|a| {
-            self.k
-                .arrays
-                .get(a.0 as usize)
-                .is_some_and(|x| x.space == MemSpace::Shared)
-        });
-        if !arrays.is_empty() || !ol.is_empty() || declared {
-            self.opaque(
-                format!("call to `{name}` whose body is not available"),
-                span,
-                arrays,
-                ol,
-                declared || shared_arg,
-            );
-        }
+        self.opaque(
+            format!("call to `{name}` whose body is not available"),
+            span,
+            arrays,
+            ol,
+            true,
+        );
         Val::S(self.unknown(format!("result of `{name}`"), span, false))
+    }
+
+    /// The function an object-like macro names (`#define syncthreads __syncthreads`), followed
+    /// through a few aliases; the name itself otherwise.
+    fn function_alias(&self, name: &str) -> String {
+        let mut cur = name.to_string();
+        for _ in 0..8 {
+            let Some(m) = self.tab.macros.get(&cur) else {
+                break;
+            };
+            if m.params.is_some() {
+                break;
+            }
+            let body = m.body.trim();
+            let body = body.rsplit("::").next().unwrap_or(body).trim();
+            let is_ident = body
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && body.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !is_ident || body == cur {
+                break;
+            }
+            cur = body.to_string();
+        }
+        cur
     }
 
     pub fn cast_val(&mut self, ty: Option<Node>, v: Val, span: Span) -> Val {
@@ -579,7 +491,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     }
 
     /// The place a pointer argument points to; `&a[i][j]` keeps its per-dimension index.
-    fn pointed_place(&mut self, arg: Node) -> Place {
+    pub(crate) fn pointed_place(&mut self, arg: Node) -> Place {
         let mut a = arg;
         while a.kind() == "parenthesized_expression" {
             match a.named_child(0) {
@@ -615,55 +527,6 @@ impl<'a, 't> Lowerer<'a, 't> {
         match self.expr(arg) {
             Val::P(p) => self.deref(&p, Expr::Int(0)),
             _ => Place::Unknown,
-        }
-    }
-
-    fn atomic(&mut self, name: &str, args: &[Node], span: Span) -> Val {
-        let Some(first) = args.first() else {
-            return Val::S(self.unknown("atomic without arguments", span, false));
-        };
-        let place = self.pointed_place(*first);
-        // The operands are evaluated before the read-modify-write.
-        for a in &args[1..] {
-            self.expr_discard(*a);
-        }
-        let aspan = self.span(*first);
-        match place {
-            Place::Cell { array, index, flat } => Val::S(Expr::Load(self.access(
-                array,
-                index,
-                flat,
-                AccessMode::Atomic,
-                None,
-                aspan,
-            ))),
-            Place::Local(_) | Place::Private | Place::Ptr(_) | Place::Object(_) => {
-                Val::S(self.unknown(
-                    format!("result of `{name}` on thread-private memory"),
-                    span,
-                    false,
-                ))
-            }
-            Place::Many(v) => {
-                self.opaque(
-                    format!("`{name}` through a pointer that may point into different arrays"),
-                    span,
-                    v,
-                    vec![],
-                    false,
-                );
-                Val::S(self.unknown(format!("result of `{name}`"), span, false))
-            }
-            Place::Unknown => {
-                self.opaque(
-                    format!("`{name}` through a pointer with an unknown target"),
-                    span,
-                    vec![ALL_ARRAYS],
-                    vec![],
-                    false,
-                );
-                Val::S(self.unknown(format!("result of `{name}`"), span, false))
-            }
         }
     }
 

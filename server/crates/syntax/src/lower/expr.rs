@@ -951,6 +951,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                 false,
             ));
         };
+        if let Some(lib) = &m.fallback {
+            self.fallback_macros
+                .insert(name.to_string(), lib.to_string());
+        }
         if body.trim().is_empty() {
             return Val::Void;
         }

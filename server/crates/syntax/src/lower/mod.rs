@@ -3,6 +3,7 @@
 
 mod calls;
 mod expr;
+mod library_calls;
 mod objects;
 mod pointers;
 mod stmt;
@@ -175,6 +176,7 @@ fn failed_kernel<'t>(tab: &Tables<'t>, def: &FuncDef<'t>, reason: &str) -> Kerne
         annotated_launch: LaunchConfig::default(),
         unsupported: Some(reason.to_string()),
         volatile_arrays: vec![],
+        library_notes: vec![],
     }
 }
 
@@ -400,6 +402,13 @@ pub(crate) struct Lowerer<'a, 't> {
     pub struct_members: HashMap<ArrayId, Vec<String>>,
     /// The place a reference-returning call refers to, handed from `inline` to `call_ref`.
     pub ref_result: Option<Place>,
+    /// Per array, the sign of the constant step of each atomic on it that returns a ticket
+    /// (`None` for any other atomic): tickets hold only when all steps have one sign.
+    pub atomic_signs: HashMap<ArrayId, Vec<Option<i64>>>,
+    /// Ticket values and the array of their counter.
+    pub tickets: Vec<(UnknownId, ArrayId)>,
+    /// Fallback macros of the library that were expanded: name → library.
+    pub fallback_macros: std::collections::BTreeMap<String, String>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -419,6 +428,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 annotated_launch: LaunchConfig::default(),
                 unsupported: None,
                 volatile_arrays: vec![],
+                library_notes: vec![],
             },
             out: vec![],
             scopes: vec![HashMap::new()],
@@ -443,6 +453,9 @@ impl<'a, 't> Lowerer<'a, 't> {
             view_changed: HashSet::new(),
             struct_members: HashMap::new(),
             ref_result: None,
+            atomic_signs: HashMap::new(),
+            tickets: Vec::new(),
+            fallback_macros: std::collections::BTreeMap::new(),
         }
     }
 
@@ -491,6 +504,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             reason: reason.into(),
             span,
             uniform,
+            distinct: None,
         });
         Expr::Unknown(id)
     }
@@ -1098,6 +1112,24 @@ impl<'a, 't> Lowerer<'a, 't> {
             self.set_unsupported("internal inconsistency in the front end's pointer analysis");
         }
         self.k.body = std::mem::take(&mut self.out);
+        // A counter changed by another atomic (a reset with `atomicExch`, steps of both signs)
+        // hands out values that may repeat: those are not tickets.
+        for (u, array) in std::mem::take(&mut self.tickets) {
+            let signs = self.atomic_signs.get(&array);
+            let one_sign = signs.is_some_and(|v| {
+                v.iter().all(|s| s.is_some()) && v.windows(2).all(|w| w[0] == w[1])
+            });
+            if !one_sign {
+                if let Some(uv) = self.k.unknowns.get_mut(u.0 as usize) {
+                    uv.distinct = None;
+                }
+            }
+        }
+        for (name, lib) in std::mem::take(&mut self.fallback_macros) {
+            self.k.library_notes.push(format!(
+                "`{name}` was expanded from the library's fallback definition (`{lib}`): the file and its includes do not define it"
+            ));
+        }
         if let Some(r) = self.unsupported.take() {
             self.k.unsupported = Some(r);
         }

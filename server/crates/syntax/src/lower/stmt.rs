@@ -264,8 +264,91 @@ impl<'a, 't> Lowerer<'a, 't> {
             | "co_return_statement"
             | "co_yield_statement" => self.opaque_stmt(n, "unsupported statement"),
             k if k.starts_with("preproc_") => {}
+            // `CUDA_KERNEL_LOOP(i, n) { … }` reads as a nested function definition.
+            "function_definition" if self.loop_macro_with_body(n) => {}
             _ => self.opaque_stmt(n, "unsupported statement"),
         }
+    }
+
+    /// A function-like macro used as a statement head with a body after it, as framework loop
+    /// macros are (`CUDA_KERNEL_LOOP(i, n) { … }`, which tree-sitter reads as a nested function
+    /// definition): the expansion followed by the body, lowered as statements. False when `n`
+    /// is not such a use.
+    fn loop_macro_with_body(&mut self, n: Node) -> bool {
+        let Some(decl) = n.child_by_field_name("declarator") else {
+            return false;
+        };
+        let Some(body) = n.child_by_field_name("body") else {
+            return false;
+        };
+        if decl.kind() != "function_declarator" || n.child_by_field_name("type").is_some() {
+            return false;
+        }
+        let Some(name_node) = decl.child_by_field_name("declarator") else {
+            return false;
+        };
+        let name = self.text(name_node);
+        let Some(m) = self.tab.macros.get(&name) else {
+            return false;
+        };
+        if m.params.is_none() || self.expanding.contains(&name) {
+            return false;
+        }
+        let args: Vec<String> = decl
+            .child_by_field_name("parameters")
+            .map(|p| {
+                let mut c = p.walk();
+                let v: Vec<String> = p
+                    .named_children(&mut c)
+                    .filter(|x| x.kind() != "comment")
+                    .map(|x| self.text(x))
+                    .collect();
+                v
+            })
+            .unwrap_or_default();
+        let Some(expansion) = m.expand(Some(&args)) else {
+            return false;
+        };
+        if let Some(lib) = &m.fallback {
+            self.fallback_macros.insert(name.clone(), lib.to_string());
+        }
+        let span = self.span(n);
+        // The body keeps its byte offsets (so its accesses are reported where they are
+        // written): the expansion goes into the blank space before it when it fits.
+        let head = format!("void __cudarace_snippet() {{ {expansion}\n");
+        let body_start = body.start_byte();
+        let (text, at) = if self.src.at.is_none() && head.len() <= body_start {
+            let mut t = head;
+            t.push_str(&" ".repeat(body_start - t.len()));
+            t.push_str(&self.text(body));
+            t.push_str("\n}\n");
+            (t, None)
+        } else {
+            let t = format!("{head}{}\n}}\n", self.text(body));
+            (t, Some(self.src.at.unwrap_or(span)))
+        };
+        let tree = crate::parse::parse(&text, None);
+        let Some(fbody) = tree
+            .root_node()
+            .named_child(0)
+            .and_then(|f| f.child_by_field_name("body"))
+        else {
+            return false;
+        };
+        let file = self.src.file;
+        let saved = std::mem::replace(
+            &mut self.src,
+            Src {
+                file,
+                text: Arc::from(text.as_str()),
+                at,
+            },
+        );
+        self.expanding.push(name);
+        self.block_items(fbody);
+        self.expanding.pop();
+        self.src = saved;
+        true
     }
 
     /// A `condition_clause` (`if`, `while`, `switch`): optional init statement, then the value.

@@ -1,0 +1,362 @@
+//! Reading one library file: the TOML shape (unknown keys refused) and the checks serde cannot
+//! make (argument keys that belong to another kind of entry, identifiers, duplicates), each
+//! error with the byte range it is about, so that it can be shown as `path:line: message`.
+
+use crate::*;
+use serde::Deserialize;
+use std::collections::HashSet;
+use std::fmt;
+use std::ops::Range;
+use toml::Spanned;
+
+/// A library file that could not be used: where and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibraryError {
+    pub path: PathBuf,
+    /// The file's text (empty when it could not be read).
+    pub text: Arc<str>,
+    pub span: Option<Range<usize>>,
+    pub message: String,
+}
+
+impl LibraryError {
+    /// 1-based line of the error (1 when the place is unknown).
+    pub fn line(&self) -> usize {
+        let at = self
+            .span
+            .as_ref()
+            .map_or(0, |s| s.start.min(self.text.len()));
+        self.text[..at].matches('\n').count() + 1
+    }
+}
+
+impl fmt::Display for LibraryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: {}",
+            self.path.display(),
+            self.line(),
+            self.message
+        )
+    }
+}
+
+/// One file's descriptions.
+#[derive(Debug, Clone)]
+pub struct LibraryFile {
+    pub name: Arc<str>,
+    pub description: String,
+    pub functions: Vec<FunctionModel>,
+    pub macros: Vec<MacroModel>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    library: Spanned<RawHeader>,
+    #[serde(default)]
+    function: Vec<Spanned<RawFunction>>,
+    #[serde(default, rename = "macro")]
+    macros: Vec<Spanned<RawMacro>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHeader {
+    name: Spanned<String>,
+    description: String,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum RawSync {
+    None,
+    Block,
+    Warp,
+    Grid,
+    Group,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum RawReturns {
+    Unknown,
+    Void,
+    Uniform,
+    Pure,
+    Distinct,
+    Ticket,
+    Argument,
+    Read,
+    Min,
+    Max,
+    Abs,
+    Product,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawFunction {
+    names: Spanned<Vec<Spanned<String>>>,
+    sync: Option<RawSync>,
+    mask_arg: Option<Spanned<usize>>,
+    group_arg: Option<Spanned<usize>>,
+    returns: Option<RawReturns>,
+    returns_arg: Option<Spanned<usize>>,
+    ticket_arg: Option<Spanned<usize>>,
+    assume_arg: Option<usize>,
+    #[serde(default)]
+    effects: Vec<Spanned<RawEffect>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawEffect {
+    arg: usize,
+    access: RawAccess,
+    count: Option<u64>,
+    count_arg: Option<usize>,
+    unit: Option<RawUnit>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "kebab-case")]
+enum RawAccess {
+    Read,
+    Write,
+    Atomic,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "kebab-case")]
+enum RawUnit {
+    Elements,
+    Bytes,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMacro {
+    name: Spanned<String>,
+    params: Option<Vec<String>>,
+    body: String,
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Reads one library file's text; `path` names it in errors.
+pub fn parse_file(path: &Path, text: &str) -> Result<LibraryFile, LibraryError> {
+    let error = |span: Option<Range<usize>>, message: String| LibraryError {
+        path: path.to_path_buf(),
+        text: Arc::from(text),
+        span,
+        message,
+    };
+    let raw: RawFile =
+        toml::from_str(text).map_err(|e| error(e.span(), e.message().trim().to_string()))?;
+    let header = raw.library.into_inner();
+    let lib_name = header.name.get_ref().trim().to_string();
+    if lib_name.is_empty() {
+        return Err(error(
+            Some(header.name.span()),
+            "the library's `name` is empty".into(),
+        ));
+    }
+    let library: Arc<str> = Arc::from(lib_name.as_str());
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut functions = Vec::new();
+    for f in raw.function {
+        let fspan = f.span();
+        let f = f.into_inner();
+        // Keys that belong to another kind of entry are mistakes, not options to ignore.
+        let only_with = |key: &str, value: Option<Range<usize>>, ok: bool, what: &str| {
+            match (value, ok) {
+                (Some(span), false) => Err(error(
+                    Some(span),
+                    format!("`{key}` is only allowed with {what}"),
+                )),
+                _ => Ok(()),
+            }
+        };
+        let sync_kind = f.sync.unwrap_or(RawSync::None);
+        let returns_kind = f.returns.unwrap_or(RawReturns::Unknown);
+        only_with(
+            "mask-arg",
+            f.mask_arg.as_ref().map(|v| v.span()),
+            sync_kind == RawSync::Warp,
+            "`sync = \"warp\"`",
+        )?;
+        only_with(
+            "group-arg",
+            f.group_arg.as_ref().map(|v| v.span()),
+            sync_kind == RawSync::Group,
+            "`sync = \"group\"`",
+        )?;
+        only_with(
+            "returns-arg",
+            f.returns_arg.as_ref().map(|v| v.span()),
+            returns_kind == RawReturns::Argument,
+            "`returns = \"argument\"`",
+        )?;
+        only_with(
+            "ticket-arg",
+            f.ticket_arg.as_ref().map(|v| v.span()),
+            returns_kind == RawReturns::Ticket,
+            "`returns = \"ticket\"`",
+        )?;
+        let sync = match sync_kind {
+            RawSync::None => Sync::None,
+            RawSync::Block => Sync::Block,
+            RawSync::Grid => Sync::Grid,
+            RawSync::Warp => Sync::Warp {
+                mask_arg: f.mask_arg.map(|v| v.into_inner()),
+            },
+            RawSync::Group => match f.group_arg {
+                Some(g) => Sync::Group {
+                    group_arg: g.into_inner(),
+                },
+                None => {
+                    return Err(error(
+                        Some(fspan),
+                        "`sync = \"group\"` needs `group-arg` (the group's argument)".into(),
+                    ))
+                }
+            },
+        };
+        let need = |v: Option<Spanned<usize>>, key: &str, what: &str| {
+            v.map(|v| v.into_inner())
+                .ok_or_else(|| error(Some(fspan.clone()), format!("{what} needs `{key}`")))
+        };
+        let returns = match returns_kind {
+            RawReturns::Unknown => Returns::Unknown,
+            RawReturns::Void => Returns::Void,
+            RawReturns::Uniform => Returns::Uniform,
+            RawReturns::Pure => Returns::Pure,
+            RawReturns::Distinct => Returns::Distinct,
+            RawReturns::Ticket => Returns::Ticket {
+                step_arg: need(f.ticket_arg, "ticket-arg", "`returns = \"ticket\"`")?,
+            },
+            RawReturns::Argument => Returns::Argument {
+                arg: need(f.returns_arg, "returns-arg", "`returns = \"argument\"`")?,
+            },
+            RawReturns::Read => Returns::Read,
+            RawReturns::Min => Returns::Min,
+            RawReturns::Max => Returns::Max,
+            RawReturns::Abs => Returns::Abs,
+            RawReturns::Product => Returns::Product,
+        };
+        let mut effects = Vec::new();
+        for e in &f.effects {
+            let espan = e.span();
+            let e = e.get_ref();
+            let count = match (e.count, e.count_arg) {
+                (Some(_), Some(_)) => {
+                    return Err(error(
+                        Some(espan),
+                        "an effect takes `count` or `count-arg`, not both".into(),
+                    ))
+                }
+                (Some(0), None) => {
+                    return Err(error(Some(espan), "`count` must be at least 1".into()))
+                }
+                (Some(k), None) => Count::Const(k),
+                (None, Some(a)) => Count::Arg(a),
+                (None, None) => Count::One,
+            };
+            effects.push(Effect {
+                arg: e.arg,
+                access: match e.access {
+                    RawAccess::Read => Access::Read,
+                    RawAccess::Write => Access::Write,
+                    RawAccess::Atomic => Access::Atomic,
+                },
+                count,
+                unit: match e.unit {
+                    None | Some(RawUnit::Elements) => Unit::Elements,
+                    Some(RawUnit::Bytes) => Unit::Bytes,
+                },
+            });
+        }
+        if returns == Returns::Read && !effects.iter().any(|e| e.access != Access::Write) {
+            return Err(error(
+                Some(fspan),
+                "`returns = \"read\"` needs a `read` or `atomic` effect".into(),
+            ));
+        }
+        let names_span = f.names.span();
+        let names = f.names.into_inner();
+        if names.is_empty() {
+            return Err(error(Some(names_span), "`names` is empty".into()));
+        }
+        for n in names {
+            let span = n.span();
+            let n = n.into_inner();
+            if !is_identifier(&n) {
+                return Err(error(
+                    Some(span),
+                    format!("`{n}` is not a function name (letters, digits and `_`)"),
+                ));
+            }
+            if !seen.insert(n.clone()) {
+                return Err(error(
+                    Some(span),
+                    format!("`{n}` is described twice in this file"),
+                ));
+            }
+            functions.push(FunctionModel {
+                name: n,
+                library: library.clone(),
+                sync,
+                returns,
+                assume_arg: f.assume_arg,
+                effects: effects.clone(),
+            });
+        }
+    }
+    let mut macros = Vec::new();
+    let mut seen_macros: HashSet<String> = HashSet::new();
+    for m in raw.macros {
+        let m = m.into_inner();
+        let span = m.name.span();
+        let name = m.name.into_inner();
+        if !is_identifier(&name) {
+            return Err(error(Some(span), format!("`{name}` is not a macro name")));
+        }
+        if !seen_macros.insert(name.clone()) {
+            return Err(error(
+                Some(span),
+                format!("macro `{name}` is defined twice in this file"),
+            ));
+        }
+        if let Some(bad) = m
+            .params
+            .iter()
+            .flatten()
+            .find(|p| !(is_identifier(p) || p.as_str() == "..."))
+        {
+            return Err(error(
+                Some(span),
+                format!("`{bad}` is not a macro parameter name"),
+            ));
+        }
+        macros.push(MacroModel {
+            name,
+            library: library.clone(),
+            params: m.params,
+            body: m.body,
+        });
+    }
+    Ok(LibraryFile {
+        name: library,
+        description: header.description,
+        functions,
+        macros,
+    })
+}

@@ -1,0 +1,207 @@
+//! What cudarace knows about CUDA and its libraries, kept as data (in the spirit of cppcheck's
+//! library files): for each function without a body, whether it synchronizes, what memory it
+//! reads and writes through its pointer arguments, and what its result is; and fallback
+//! definitions of framework macros whose headers are often missing.
+//!
+//! The bundled files (`data/*.toml`) are compiled into the binary; a project adds its own
+//! through `cudarace.toml` (`[library] files = […]`). The format is documented in
+//! `docs/library.md`; [`file`] reads and validates it.
+
+pub mod file;
+
+pub use file::{parse_file, LibraryError, LibraryFile};
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// The barrier a call is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sync {
+    None,
+    /// `__syncthreads()`.
+    Block,
+    /// `__syncwarp(mask)`; `mask_arg` is the lane mask's argument, if any.
+    Warp { mask_arg: Option<usize> },
+    /// A grid-wide barrier.
+    Grid,
+    /// The sync of the cooperative group passed as argument `group_arg`.
+    Group { group_arg: usize },
+}
+
+/// What a call's result is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Returns {
+    /// Any value, possibly different in every thread.
+    Unknown,
+    Void,
+    /// The same value in every thread of a block.
+    Uniform,
+    /// A function of the arguments alone.
+    Pure,
+    /// Differs between any two calling threads.
+    Distinct,
+    /// An atomic counter's old value: distinct for every call on the same counter when argument
+    /// `step_arg` is a non-zero integer constant.
+    Ticket { step_arg: usize },
+    /// The value of argument `arg`.
+    Argument { arg: usize },
+    /// The value the first reading effect reads.
+    Read,
+    Min,
+    Max,
+    Abs,
+    Product,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+    Atomic,
+}
+
+/// How many elements an effect covers, from the pointer on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    One,
+    Const(u64),
+    Arg(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Elements,
+    Bytes,
+}
+
+/// Memory a call reads or writes through pointer argument `arg`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Effect {
+    pub arg: usize,
+    pub access: Access,
+    pub count: Count,
+    pub unit: Unit,
+}
+
+/// One described function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionModel {
+    pub name: String,
+    /// The library file's name (`cuda-math`).
+    pub library: Arc<str>,
+    pub sync: Sync,
+    pub returns: Returns,
+    /// The program continues only where this argument holds (`assert`).
+    pub assume_arg: Option<usize>,
+    pub effects: Vec<Effect>,
+}
+
+/// A fallback macro definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MacroModel {
+    pub name: String,
+    pub library: Arc<str>,
+    /// `Some` for a function-like macro.
+    pub params: Option<Vec<String>>,
+    pub body: String,
+}
+
+/// Everything known: the bundled files, then the user's (a later description of a name
+/// replaces an earlier one).
+#[derive(Debug, Clone, Default)]
+pub struct Library {
+    functions: HashMap<String, Arc<FunctionModel>>,
+    macros: HashMap<String, Arc<MacroModel>>,
+    /// The names of the loaded files, in load order.
+    files: Vec<Arc<str>>,
+}
+
+/// The bundled library files: (file name, text).
+pub const BUNDLED: &[(&str, &str)] = &[
+    ("cuda-sync.toml", include_str!("../data/cuda-sync.toml")),
+    ("cuda-math.toml", include_str!("../data/cuda-math.toml")),
+    ("cuda-fp16.toml", include_str!("../data/cuda-fp16.toml")),
+    (
+        "cuda-intrinsics.toml",
+        include_str!("../data/cuda-intrinsics.toml"),
+    ),
+    ("cuda-memory.toml", include_str!("../data/cuda-memory.toml")),
+    ("cuda-atomics.toml", include_str!("../data/cuda-atomics.toml")),
+    ("cuda-texture.toml", include_str!("../data/cuda-texture.toml")),
+    (
+        "cuda-device-runtime.toml",
+        include_str!("../data/cuda-device-runtime.toml"),
+    ),
+    ("curand.toml", include_str!("../data/curand.toml")),
+    ("frameworks.toml", include_str!("../data/frameworks.toml")),
+];
+
+impl Library {
+    /// The bundled files, read once. They are validated by this crate's tests; a bundled file
+    /// that does not read is skipped (and named on stderr) rather than taking the checker down.
+    pub fn bundled() -> Arc<Library> {
+        static BUNDLED_LIBRARY: OnceLock<Arc<Library>> = OnceLock::new();
+        BUNDLED_LIBRARY
+            .get_or_init(|| {
+                let mut lib = Library::default();
+                for (name, text) in BUNDLED {
+                    match parse_file(Path::new(name), text) {
+                        Ok(f) => lib.add(f),
+                        Err(e) => eprintln!("cudarace: bundled library file {e}"),
+                    }
+                }
+                Arc::new(lib)
+            })
+            .clone()
+    }
+
+    /// The bundled files, then the user's files `paths` in order.
+    pub fn with_user_files(paths: &[PathBuf]) -> Result<Library, LibraryError> {
+        let mut lib = (*Library::bundled()).clone();
+        for p in paths {
+            let text = std::fs::read_to_string(p).map_err(|e| LibraryError {
+                path: p.clone(),
+                text: Arc::from(""),
+                span: None,
+                message: format!("cannot read the library file: {e}"),
+            })?;
+            lib.add(parse_file(p, &text)?);
+        }
+        Ok(lib)
+    }
+
+    /// Adds a file's descriptions (replacing earlier descriptions of the same names).
+    pub fn add(&mut self, f: LibraryFile) {
+        for m in f.functions {
+            self.functions.insert(m.name.clone(), Arc::new(m));
+        }
+        for m in f.macros {
+            self.macros.insert(m.name.clone(), Arc::new(m));
+        }
+        self.files.push(f.name);
+    }
+
+    pub fn function(&self, name: &str) -> Option<&FunctionModel> {
+        self.functions.get(name).map(|m| m.as_ref())
+    }
+
+    pub fn macro_model(&self, name: &str) -> Option<&MacroModel> {
+        self.macros.get(name).map(|m| m.as_ref())
+    }
+
+    pub fn macros(&self) -> impl Iterator<Item = &MacroModel> {
+        self.macros.values().map(|m| m.as_ref())
+    }
+
+    pub fn files(&self) -> &[Arc<str>] {
+        &self.files
+    }
+
+    pub fn function_count(&self) -> usize {
+        self.functions.len()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,130 @@
+use super::*;
+use std::collections::HashMap;
+
+#[test]
+fn every_bundled_file_reads_and_is_named_for_its_file() {
+    for (file, text) in BUNDLED {
+        let f = parse_file(Path::new(file), text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(format!("{}.toml", f.name), *file);
+        assert!(!f.description.trim().is_empty(), "{file}: no description");
+        assert!(
+            !f.functions.is_empty() || !f.macros.is_empty(),
+            "{file} describes nothing"
+        );
+    }
+}
+
+#[test]
+fn no_name_is_described_by_two_bundled_files() {
+    let mut owner: HashMap<String, String> = HashMap::new();
+    for (file, text) in BUNDLED {
+        let f = parse_file(Path::new(file), text).unwrap();
+        let names = f
+            .functions
+            .iter()
+            .map(|m| m.name.clone())
+            .chain(f.macros.iter().map(|m| format!("macro {}", m.name)));
+        for n in names {
+            if let Some(other) = owner.insert(n.clone(), file.to_string()) {
+                panic!("`{n}` is described in {other} and {file}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bundled_knowledge_covers_the_families() {
+    let lib = Library::bundled();
+    let f = |n: &str| lib.function(n).unwrap_or_else(|| panic!("`{n}` missing"));
+    assert_eq!(f("__syncthreads").sync, Sync::Block);
+    assert_eq!(f("__syncwarp").sync, Sync::Warp { mask_arg: Some(0) });
+    assert_eq!(f("synchronize").sync, Sync::Group { group_arg: 0 });
+    assert_eq!(f("__threadfence").sync, Sync::None);
+    assert_eq!(f("atomicAdd").returns, Returns::Ticket { step_arg: 1 });
+    assert_eq!(f("atomicCAS").effects[0].access, Access::Atomic);
+    assert_eq!(f("__ldg").returns, Returns::Read);
+    assert_eq!(f("curand_init").effects[0].arg, 3);
+    assert_eq!(f("curand_init").effects[0].access, Access::Write);
+    let memcpy = f("memcpy");
+    assert_eq!(memcpy.effects.len(), 2);
+    assert_eq!(memcpy.effects[0].count, Count::Arg(2));
+    assert_eq!(memcpy.effects[0].unit, Unit::Bytes);
+    for pure in ["sinf", "sqrt", "__expf", "__float2half", "__popc", "__hadd"] {
+        assert_eq!(f(pure).returns, Returns::Pure, "{pure}");
+    }
+    for n in ["tex2D", "tex1Dfetch", "__shfl_down_sync", "__ballot_sync", "clock64"] {
+        assert_eq!(f(n).sync, Sync::None, "{n}");
+    }
+    assert_eq!(f("min").returns, Returns::Min);
+    assert_eq!(f("assert").assume_arg, Some(0));
+    let m = lib.macro_model("CUDA_KERNEL_LOOP").expect("CUDA_KERNEL_LOOP");
+    assert_eq!(m.params.as_deref(), Some(&["i".to_string(), "n".to_string()][..]));
+    assert!(m.body.trim_start().starts_with("for"));
+    assert!(lib.macro_model("CUDA_1D_KERNEL_LOOP").is_some());
+    assert!(lib.function_count() > 300, "{}", lib.function_count());
+}
+
+fn err(text: &str) -> LibraryError {
+    parse_file(Path::new("mylib.toml"), text).expect_err("should be refused")
+}
+
+#[test]
+fn malformed_files_are_refused_with_file_and_line() {
+    let e = err("[library]\nname = \"x\"\ndescription = \"d\"\n\n[[function]]\nnames = [\"f\"]\nsink = \"block\"\n");
+    assert_eq!(e.line(), 7, "{e}");
+    assert!(e.to_string().starts_with("mylib.toml:7: "), "{e}");
+    assert!(e.message.contains("sink"), "{e}");
+
+    let e = err("[library]\nname = \"x\"\ndescription = \"d\"\n[[function]]\nnames = [\"f\"]\nsync = \"always\"\n");
+    assert_eq!(e.line(), 6, "{e}");
+    assert!(e.message.contains("always"), "{e}");
+
+    let e = err("[library]\nname = \"x\"\ndescription = \"d\"\n[[function]]\nnames = [\"f\"]\nmask-arg = 0\n");
+    assert_eq!(e.line(), 6, "{e}");
+    assert!(e.message.contains("`mask-arg` is only allowed"), "{e}");
+
+    let e = err("[library]\nname = \"x\"\ndescription = \"d\"\n[[function]]\nnames = [\"f\", \"g h\"]\n");
+    assert_eq!(e.line(), 5, "{e}");
+    assert!(e.message.contains("`g h`"), "{e}");
+
+    let e = err("[library]\nname = \"x\"\ndescription = \"d\"\n[[function]]\nnames = [\"f\"]\nreturns = \"ticket\"\n");
+    assert!(e.message.contains("ticket-arg"), "{e}");
+
+    let e = err("[library]\nname = \"x\"\ndescription = \"d\"\n[[function]]\nnames = [\"f\"]\neffects = [{ arg = 0, access = \"write\", count = 2, count-arg = 1 }]\n");
+    assert_eq!(e.line(), 6, "{e}");
+
+    let e = err("[[function]]\nnames = [\"f\"]\n");
+    assert!(e.message.contains("library"), "{e}");
+
+    let e = err("[library\nname = 1");
+    assert_eq!(e.line(), 1, "{e}");
+
+    let e = err("\u{0}\u{1}binary junk\u{ff}");
+    assert!(!e.message.is_empty());
+}
+
+#[test]
+fn a_user_file_replaces_bundled_descriptions_and_adds_its_own() {
+    let dir = std::env::temp_dir().join(format!("cudarace-lib-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("mine.toml");
+    std::fs::write(
+        &p,
+        "[library]\nname = \"mine\"\ndescription = \"our device library\"\n\n\
+         [[function]]\nnames = [\"block_reduce\"]\nsync = \"block\"\nreturns = \"uniform\"\n\
+         effects = [{ arg = 1, access = \"write\", count-arg = 2 }]\n\n\
+         [[function]]\nnames = [\"sinf\"]\nreturns = \"unknown\"\n\n\
+         [[macro]]\nname = \"FOR_EACH\"\nparams = [\"i\", \"n\"]\nbody = \"for (int i = threadIdx.x; i < (n); i += blockDim.x)\"\n",
+    )
+    .unwrap();
+    let lib = Library::with_user_files(&[p.clone()]).unwrap();
+    let f = lib.function("block_reduce").unwrap();
+    assert_eq!(f.sync, Sync::Block);
+    assert_eq!(&*f.library, "mine");
+    assert_eq!(lib.function("sinf").unwrap().returns, Returns::Unknown);
+    assert!(lib.macro_model("FOR_EACH").is_some());
+    assert_eq!(lib.files().last().map(|s| &**s), Some("mine"));
+    let missing = Library::with_user_files(&[dir.join("absent.toml")]).unwrap_err();
+    assert!(missing.message.contains("cannot read"), "{missing}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
