@@ -433,13 +433,14 @@ impl Config {
                 }
             }
             // An error inside a library file names that file and its line.
-            let lib = cudarace_library::Library::with_user_files(&paths).map_err(|e| ConfigError {
-                path: e.path.clone(),
-                text: e.text.clone(),
-                span: e.span.clone(),
-                message: e.message.clone(),
-                help: Some("see docs/library.md for the format".into()),
-            })?;
+            let lib =
+                cudarace_library::Library::with_user_files(&paths).map_err(|e| ConfigError {
+                    path: e.path.clone(),
+                    text: e.text.clone(),
+                    span: e.span.clone(),
+                    message: e.message.clone(),
+                    help: Some("see docs/library.md for the format".into()),
+                })?;
             config.library = Some(Arc::new(lib));
         }
         if let Some(s) = raw.severity {

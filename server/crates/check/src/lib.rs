@@ -248,9 +248,13 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         let shown: Vec<&str> = names.iter().take(3).copied().collect();
         let more = names.len().saturating_sub(3);
         format!(
-            "a barrier in unmodelled code between the two accesses would prevent it ({}{})",
+            "no barrier in the unmodelled code between the two accesses ({}{})",
             shown.join("; "),
-            if more > 0 { format!("; {more} more") } else { String::new() }
+            if more > 0 {
+                format!("; {more} more")
+            } else {
+                String::new()
+            }
         )
     };
 

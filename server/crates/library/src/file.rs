@@ -176,15 +176,14 @@ pub fn parse_file(path: &Path, text: &str) -> Result<LibraryFile, LibraryError> 
         let fspan = f.span();
         let f = f.into_inner();
         // Keys that belong to another kind of entry are mistakes, not options to ignore.
-        let only_with = |key: &str, value: Option<Range<usize>>, ok: bool, what: &str| {
-            match (value, ok) {
+        let only_with =
+            |key: &str, value: Option<Range<usize>>, ok: bool, what: &str| match (value, ok) {
                 (Some(span), false) => Err(error(
                     Some(span),
                     format!("`{key}` is only allowed with {what}"),
                 )),
                 _ => Ok(()),
-            }
-        };
+            };
         let sync_kind = f.sync.unwrap_or(RawSync::None);
         let returns_kind = f.returns.unwrap_or(RawReturns::Unknown);
         only_with(

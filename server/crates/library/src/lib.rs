@@ -22,11 +22,15 @@ pub enum Sync {
     /// `__syncthreads()`.
     Block,
     /// `__syncwarp(mask)`; `mask_arg` is the lane mask's argument, if any.
-    Warp { mask_arg: Option<usize> },
+    Warp {
+        mask_arg: Option<usize>,
+    },
     /// A grid-wide barrier.
     Grid,
     /// The sync of the cooperative group passed as argument `group_arg`.
-    Group { group_arg: usize },
+    Group {
+        group_arg: usize,
+    },
 }
 
 /// What a call's result is.
@@ -43,9 +47,13 @@ pub enum Returns {
     Distinct,
     /// An atomic counter's old value: distinct for every call on the same counter when argument
     /// `step_arg` is a non-zero integer constant.
-    Ticket { step_arg: usize },
+    Ticket {
+        step_arg: usize,
+    },
     /// The value of argument `arg`.
-    Argument { arg: usize },
+    Argument {
+        arg: usize,
+    },
     /// The value the first reading effect reads.
     Read,
     Min,
@@ -127,8 +135,14 @@ pub const BUNDLED: &[(&str, &str)] = &[
         include_str!("../data/cuda-intrinsics.toml"),
     ),
     ("cuda-memory.toml", include_str!("../data/cuda-memory.toml")),
-    ("cuda-atomics.toml", include_str!("../data/cuda-atomics.toml")),
-    ("cuda-texture.toml", include_str!("../data/cuda-texture.toml")),
+    (
+        "cuda-atomics.toml",
+        include_str!("../data/cuda-atomics.toml"),
+    ),
+    (
+        "cuda-texture.toml",
+        include_str!("../data/cuda-texture.toml"),
+    ),
     (
         "cuda-device-runtime.toml",
         include_str!("../data/cuda-device-runtime.toml"),

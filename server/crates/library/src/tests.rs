@@ -52,13 +52,24 @@ fn bundled_knowledge_covers_the_families() {
     for pure in ["sinf", "sqrt", "__expf", "__float2half", "__popc", "__hadd"] {
         assert_eq!(f(pure).returns, Returns::Pure, "{pure}");
     }
-    for n in ["tex2D", "tex1Dfetch", "__shfl_down_sync", "__ballot_sync", "clock64"] {
+    for n in [
+        "tex2D",
+        "tex1Dfetch",
+        "__shfl_down_sync",
+        "__ballot_sync",
+        "clock64",
+    ] {
         assert_eq!(f(n).sync, Sync::None, "{n}");
     }
     assert_eq!(f("min").returns, Returns::Min);
     assert_eq!(f("assert").assume_arg, Some(0));
-    let m = lib.macro_model("CUDA_KERNEL_LOOP").expect("CUDA_KERNEL_LOOP");
-    assert_eq!(m.params.as_deref(), Some(&["i".to_string(), "n".to_string()][..]));
+    let m = lib
+        .macro_model("CUDA_KERNEL_LOOP")
+        .expect("CUDA_KERNEL_LOOP");
+    assert_eq!(
+        m.params.as_deref(),
+        Some(&["i".to_string(), "n".to_string()][..])
+    );
     assert!(m.body.trim_start().starts_with("for"));
     assert!(lib.macro_model("CUDA_1D_KERNEL_LOOP").is_some());
     assert!(lib.function_count() > 300, "{}", lib.function_count());
@@ -83,7 +94,9 @@ fn malformed_files_are_refused_with_file_and_line() {
     assert_eq!(e.line(), 6, "{e}");
     assert!(e.message.contains("`mask-arg` is only allowed"), "{e}");
 
-    let e = err("[library]\nname = \"x\"\ndescription = \"d\"\n[[function]]\nnames = [\"f\", \"g h\"]\n");
+    let e = err(
+        "[library]\nname = \"x\"\ndescription = \"d\"\n[[function]]\nnames = [\"f\", \"g h\"]\n",
+    );
     assert_eq!(e.line(), 5, "{e}");
     assert!(e.message.contains("`g h`"), "{e}");
 

@@ -70,7 +70,9 @@ impl Macro {
                     // `CUDA_KERNEL_LOOP(i, n)`: `int (i) = …` reads as a cast).
                     let arg = args.get(k).map(|s| s.trim()).unwrap_or("");
                     let atom = !arg.is_empty()
-                        && arg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+                        && arg
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
                     if atom {
                         out.push_str(arg);
                     } else {

@@ -262,7 +262,7 @@ __global__ void k(int *a, unsigned *c) {
         "k",
         "
         atomic#0 a[threadIdx.x]
-        old := @0
+        old := ?0
         atomic#1 a[4]
         atomic#2 cnt
         atomic#3 c[0]
@@ -796,15 +796,44 @@ __global__ void k(float *a) {
   memcpy(a, a + 4, 16);
 }"#,
         "k",
-        // A declared function may synchronize; an undeclared one given shared memory may be a
-        // collective (until the library model says what `memcpy` does); one given only global
-        // memory is a library call that does not.
+        // A function without a body or library entry may synchronize; `memcpy` is described by
+        // the library: it writes its destination and reads its source, 16 bytes of floats.
         "
         read#0 a[0]
         r := ?0
         opaque(call to `ext` whose body is not available; arrays=[s]; locals=[]; may_sync)
-        opaque(call to `memcpy` whose body is not available; arrays=[a,s]; locals=[]; may_sync)
-        opaque(call to `memcpy` whose body is not available; arrays=[a]; locals=[])
+        for (memcpy.element < 4) {
+          init:
+            memcpy.element := 0
+          step:
+            memcpy.element := (memcpy.element + 1)
+          body:
+            write#1 a[memcpy.element] = ?2
+        }
+        for (memcpy.element < 4) {
+          init:
+            memcpy.element := 0
+          step:
+            memcpy.element := (memcpy.element + 1)
+          body:
+            read#2 s[memcpy.element]
+        }
+        for (memcpy.element < 4) {
+          init:
+            memcpy.element := 0
+          step:
+            memcpy.element := (memcpy.element + 1)
+          body:
+            write#3 a[memcpy.element] = ?3
+        }
+        for (memcpy.element < 4) {
+          init:
+            memcpy.element := 0
+          step:
+            memcpy.element := (memcpy.element + 1)
+          body:
+            read#4 a[(4 + memcpy.element)]
+        }
         ",
     );
 }
