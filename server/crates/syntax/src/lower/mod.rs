@@ -1199,6 +1199,10 @@ pub(crate) fn assigned_names(body: Node, text: &str) -> HashSet<String> {
         if count > 1_000_000 {
             break;
         }
+        if let Some(names) = in_reparsed_comma(n, text, assigned_names) {
+            out.extend(names);
+            continue;
+        }
         match n.kind() {
             "assignment_expression" => {
                 if let Some(l) = n.child_by_field_name("left") {
@@ -1235,6 +1239,20 @@ pub(crate) fn assigned_names(body: Node, text: &str) -> HashSet<String> {
     out
 }
 
+/// `names` of a broken `(f = e, r)` taken from its re-parse (commas.rs), as the lowering sees it.
+fn in_reparsed_comma(
+    n: Node,
+    text: &str,
+    names: fn(Node, &str) -> HashSet<String>,
+) -> Option<HashSet<String>> {
+    if n.kind() != "parenthesized_expression" || !n.has_error() {
+        return None;
+    }
+    let tree = crate::commas::reparse(n, text)?;
+    let comma = crate::commas::comma_node(&tree, n, text)?;
+    Some(names(comma, text))
+}
+
 /// Names whose address is taken (`&x`) anywhere in a function body.
 pub(crate) fn addressed_names(body: Node, text: &str) -> HashSet<String> {
     let mut out = HashSet::new();
@@ -1244,6 +1262,10 @@ pub(crate) fn addressed_names(body: Node, text: &str) -> HashSet<String> {
         count += 1;
         if count > 1_000_000 {
             break;
+        }
+        if let Some(names) = in_reparsed_comma(n, text, addressed_names) {
+            out.extend(names);
+            continue;
         }
         if n.kind() == "pointer_expression" {
             if let (Some(op), Some(a)) = (
