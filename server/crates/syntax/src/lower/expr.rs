@@ -85,6 +85,13 @@ impl<'a, 't> Lowerer<'a, 't> {
         self.truthy_typed(fold(&e))
     }
 
+    /// GPUVerify's `__implies(a, b)` (in `__requires`, `__assume`, ...): `!a || b`.
+    pub fn implies(&mut self, a: Node, b: Node) -> Val {
+        let a = self.cond_expr(a);
+        let b = self.cond_expr(b);
+        Val::S(Expr::bin(BinOp::Or, Expr::un(UnOp::Not, a), b))
+    }
+
     /// [`truthy`], knowing that `bool` locals are truth values already.
     pub fn truthy_typed(&self, e: Expr) -> Expr {
         if self.is_bool_local(&e) {
