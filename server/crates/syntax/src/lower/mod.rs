@@ -996,8 +996,16 @@ impl<'a, 't> Lowerer<'a, 't> {
                 self.bind(&name, Binding::Object(o));
             }
             Shape::Scalar | Shape::Reference => {
+                // A parameter of an enum type defined in the file takes its enumerators' values
+                // (a kernel is not passed other values without a cast).
+                let enum_values = match shape {
+                    Shape::Scalar => types::enum_values(self.tab, &ty_text),
+                    _ => None,
+                };
                 let ty = if shape == Shape::Reference {
                     ScalarType::Other
+                } else if enum_values.is_some() {
+                    ScalarType::INT
                 } else {
                     types::scalar_type(&ty_text)
                 };
@@ -1009,6 +1017,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                     template_index: None,
                     value: None,
                 });
+                if let Some(values) = enum_values {
+                    let cond = types::one_of(&Expr::Param(id), values);
+                    self.emit(Stmt::Assume { cond, span });
+                }
                 if self
                     .frames
                     .last()
