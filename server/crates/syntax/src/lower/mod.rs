@@ -743,6 +743,11 @@ impl<'a, 't> Lowerer<'a, 't> {
         let (dims, _) = self.capture(|l| l.array_dims(g.declarator));
         let span = self.span(g.declarator);
         self.src = saved;
+        if g.space == GlobalSpace::Device {
+            if let Some(b) = self.device_pointer_global(name, g, elem, &ty, span) {
+                return b;
+            }
+        }
         let is_extern = qualifiers(g.decl, &self.tab.texts[g.file.0 as usize])
             .iter()
             .any(|q| q == "extern");
