@@ -29,6 +29,51 @@ pub struct Launch {
     /// so the parameters satisfy one site's bindings (see [`Launch::param_facts`]). Empty when
     /// the file does not launch the kernel.
     pub param_sites: Vec<Vec<(String, Term)>>,
+    /// Set when the fixed block size is over CUDA's limits (1024 threads, x and y ≤ 1024,
+    /// z ≤ 64): the check goes on with it; this says so and names where the size came from.
+    pub warning: Option<String>,
+}
+
+/// Where a launch dimension came from, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Override,
+    Annotation,
+    Sites,
+    Header,
+    Default,
+}
+
+impl Source {
+    fn describe(self) -> &'static str {
+        match self {
+            Source::Override => "the command line (--block-dim) or the editor's blockDim setting",
+            Source::Annotation => "the `// cudarace:` annotation",
+            Source::Sites => "the launch sites",
+            Source::Header => "the GPUVerify header line",
+            Source::Default => "the default",
+        }
+    }
+}
+
+/// The warning for a block over CUDA's limits (largest size per dimension), naming `sources`.
+fn over_limit_warning(sizes: [u64; 3], sources: &[Source]) -> Option<String> {
+    let threads = sizes.iter().fold(1u64, |a, b| a.saturating_mul(*b));
+    let problem = if threads > 1024 {
+        format!("{threads} threads, over CUDA's limit of 1024 per block")
+    } else if sizes[0] > 1024 || sizes[1] > 1024 || sizes[2] > 64 {
+        "over CUDA's limit of 1024 × 1024 × 64 per block".to_string()
+    } else {
+        return None;
+    };
+    let from: Vec<&str> = sources.iter().map(|s| s.describe()).collect();
+    Some(format!(
+        "warning: blockDim=({}, {}, {}) from {} is {problem}; checked with it anyway",
+        sizes[0],
+        sizes[1],
+        sizes[2],
+        from.join(" and ")
+    ))
 }
 
 const DIM_NAMES: [&str; 3] = ["x", "y", "z"];
@@ -80,19 +125,36 @@ pub fn resolve(
             _ => Some(DimSpec::OneOf(vals)),
         }
     };
-    let pick = |block: bool, d: usize, used: bool| -> DimSpec {
+    let pick = |block: bool, d: usize, used: bool| -> (DimSpec, Source) {
         from_config(override_cfg, block, d)
-            .or_else(|| from_config(&kernel.annotated_launch, block, d))
-            .or_else(|| site_dim(block, d))
-            .or_else(|| from_config(&file.header_launch, block, d))
+            .map(|s| (s, Source::Override))
+            .or_else(|| {
+                from_config(&kernel.annotated_launch, block, d).map(|s| (s, Source::Annotation))
+            })
+            .or_else(|| site_dim(block, d).map(|s| (s, Source::Sites)))
+            .or_else(|| from_config(&file.header_launch, block, d).map(|s| (s, Source::Header)))
             .unwrap_or(if used {
-                DimSpec::Symbolic
+                (DimSpec::Symbolic, Source::Default)
             } else {
-                DimSpec::Fixed(1)
+                (DimSpec::Fixed(1), Source::Default)
             })
     };
-    let block = [0, 1, 2].map(|d| pick(true, d, block_used[d]));
-    let grid = [0, 1, 2].map(|d| pick(false, d, grid_used[d]));
+    let block_picked = [0, 1, 2].map(|d| pick(true, d, block_used[d]));
+    let block = block_picked.clone().map(|(s, _)| s);
+    let grid = [0, 1, 2].map(|d| pick(false, d, grid_used[d]).0);
+    // The largest size of each dimension (1 for symbolic ones), and where the sizes came from.
+    let sizes = block.clone().map(|s| match s {
+        DimSpec::Fixed(n) => n,
+        DimSpec::OneOf(ns) => ns.into_iter().max().unwrap_or(1),
+        DimSpec::Symbolic => 1,
+    });
+    let mut sources: Vec<Source> = Vec::new();
+    for (d, (_, src)) in block_picked.iter().enumerate() {
+        if *src != Source::Default && sizes[d] > 1 && !sources.contains(src) {
+            sources.push(*src);
+        }
+    }
+    let warning = over_limit_warning(sizes, &sources);
     let max_threads = kernel
         .launch_bounds
         .filter(|n| *n >= 1)
@@ -142,6 +204,7 @@ pub fn resolve(
         grid,
         max_threads,
         param_sites,
+        warning,
     }
 }
 
@@ -188,9 +251,11 @@ impl Launch {
         }
         // The block-size bound: linear with one non-constant dimension; a product with more
         // (needed e.g. for "a 2-D block has at most 1024 linear ids").
+        // (A fixed part already over the limit, given on purpose: the symbolic dimensions may
+        // still be 1, never no launch at all.)
         if !symbolic.is_empty() {
             let prod = symbolic.iter().cloned().fold(int(fixed_product), mul);
-            out.push(le(prod, int(self.max_threads as i64)));
+            out.push(le(prod, int((self.max_threads as i64).max(fixed_product))));
         }
         for (d, spec) in self.grid.iter().enumerate() {
             let v = Term::var(format!("gridDim.{}", DIM_NAMES[d]));
@@ -370,6 +435,55 @@ mod tests {
         ov.block_dim[0] = Some(32);
         let l = resolve(&file, &k, &ov, [true; 3], [true; 3]);
         assert_eq!(l.block[0], DimSpec::Fixed(32));
+    }
+
+    #[test]
+    fn blocks_over_the_limit_are_checked_with_a_warning_naming_the_source() {
+        let k = kernel();
+        let mut file = FileIr::default();
+        file.header_launch.block_dim = [Some(2048), Some(1), Some(1)];
+        let l = resolve(&file, &k, &LaunchConfig::default(), [true; 3], [true; 3]);
+        assert_eq!(l.block[0], DimSpec::Fixed(2048));
+        let w = l.warning.clone().expect("a warning");
+        assert!(w.contains("GPUVerify header line"), "{w}");
+        assert!(w.contains("2048 threads"), "{w}");
+        assert!(l
+            .constraints()
+            .contains(&eq(Term::var("blockDim.x"), int(2048))));
+        let ov = LaunchConfig {
+            block_dim: [Some(64), Some(64), Some(1)],
+            ..Default::default()
+        };
+        let l = resolve(&file, &k, &ov, [true; 3], [true; 3]);
+        let w = l.warning.expect("a warning");
+        assert!(
+            w.contains("--block-dim") && w.contains("4096 threads"),
+            "{w}"
+        );
+        let mut k = kernel();
+        k.annotated_launch.block_dim = [Some(1), Some(1), Some(128)];
+        let l = resolve(
+            &FileIr::default(),
+            &k,
+            &LaunchConfig::default(),
+            [true; 3],
+            [true; 3],
+        );
+        let w = l.warning.expect("a warning");
+        assert!(
+            w.contains("annotation") && w.contains("1024 × 1024 × 64"),
+            "{w}"
+        );
+        // Within the limits: no warning.
+        file.header_launch.block_dim = [Some(32), Some(32), Some(1)];
+        let l = resolve(
+            &file,
+            &kernel(),
+            &LaunchConfig::default(),
+            [true; 3],
+            [true; 3],
+        );
+        assert_eq!(l.warning, None);
     }
 
     #[test]

@@ -99,6 +99,9 @@ struct PlanMeta {
     may_sync_note: Option<String>,
     /// Library knowledge the kernel relied on (fallback macros), said in the verdict's reason.
     library_notes: Vec<String>,
+    /// The block size is over CUDA's limits (see [`launch::Launch::warning`]): a note that does
+    /// not change the verdict.
+    launch_warning: Option<String>,
 }
 
 #[derive(Debug)]
@@ -173,6 +176,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         unknown_notes: Vec::new(),
         may_sync_note: None,
         library_notes: kernel.library_notes.clone(),
+        launch_warning: None,
     };
     let mut queries = Vec::new();
     if kernel.unsupported.is_some() {
@@ -190,6 +194,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
     grid_used[0] = true;
     let launch = launch::resolve(file, kernel, &opts.launch_override, block_used, grid_used);
     meta.assumed_launch = launch.describe();
+    meta.launch_warning = launch.warning.clone();
     let roles = assumptions::param_roles(kernel);
     let mut kernel_assumptions = assumptions::param_assumptions(kernel, &roles, &opts.assumptions);
     kernel_assumptions.extend(assumptions::leading_dimension_assumptions(
@@ -809,7 +814,8 @@ pub fn finish_kernel(plan: &KernelPlan, answers: Vec<Answer>, time_ms: f64) -> K
         .findings
         .iter()
         .any(|f| f.kind == FindingKind::BarrierDivergence);
-    let mut notes = meta.unknown_notes.clone();
+    let mut notes: Vec<String> = meta.launch_warning.iter().cloned().collect();
+    notes.extend(meta.unknown_notes.iter().cloned());
     notes.extend(meta.library_notes.iter().cloned());
     if let Some(n) = &meta.may_sync_note {
         notes.push(n.clone());

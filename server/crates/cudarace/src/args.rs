@@ -181,15 +181,16 @@ fn parse_dims(s: &str) -> Result<[u64; 3], String> {
     Ok(dims)
 }
 
-/// CUDA's limits on a block: x, y ≤ 1024, z ≤ 64, at most 1024 threads.
+/// A block size. One over CUDA's limits (x, y ≤ 1024, z ≤ 64, at most 1024 threads) is
+/// accepted, as from a GPUVerify header line: the check goes on with it, and every kernel's
+/// report carries a warning naming the flag (cudarace-check's `launch::Launch::warning`).
 pub fn parse_block_dim(s: &str) -> Result<[u64; 3], String> {
     let d = parse_dims(s)?;
-    if d[0] > 1024 || d[1] > 1024 || d[2] > 64 {
-        return Err("a block is at most 1024 × 1024 × 64".to_string());
-    }
-    let threads = d[0] * d[1] * d[2];
-    if threads > 1024 {
-        return Err(format!("a block has at most 1024 threads, not {threads}"));
+    if d.iter()
+        .try_fold(1u64, |a, b| a.checked_mul(*b))
+        .is_none_or(|t| t > i64::MAX as u64)
+    {
+        return Err(format!("`{s}` is too many threads"));
     }
     Ok(d)
 }
@@ -227,9 +228,11 @@ mod tests {
         assert_eq!(parse_block_dim("16,16"), Ok([16, 16, 1]));
         assert_eq!(parse_block_dim("8x8x4"), Ok([8, 8, 4]));
         assert_eq!(parse_block_dim(" 4 , 4 "), Ok([4, 4, 1]));
-        assert!(parse_block_dim("2048").is_err());
-        assert!(parse_block_dim("64,64").unwrap_err().contains("4096"));
-        assert!(parse_block_dim("1,1,128").is_err());
+        // Over CUDA's limits: accepted (the report warns).
+        assert_eq!(parse_block_dim("2048"), Ok([2048, 1, 1]));
+        assert_eq!(parse_block_dim("64,64"), Ok([64, 64, 1]));
+        assert_eq!(parse_block_dim("1,1,128"), Ok([1, 1, 128]));
+        assert!(parse_block_dim("4294967296,4294967296").is_err());
         assert!(parse_block_dim("0").is_err());
         assert!(parse_block_dim("1,2,3,4").is_err());
         assert!(parse_block_dim("a").is_err());

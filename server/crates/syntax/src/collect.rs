@@ -46,6 +46,10 @@ pub(crate) struct Tables<'t> {
     pub globals: HashMap<String, GlobalVar<'t>>,
     pub consts: HashMap<String, i64>,
     pub enums: HashMap<String, i64>,
+    /// Enum types defined in the file (`enum Mode { … }`, `enum class`, `typedef enum { … } M;`):
+    /// name → the enumerators' values (`None` when one is not a constant the front end can
+    /// evaluate, or when two definitions share the name).
+    pub enum_types: HashMap<String, Option<Vec<i64>>>,
     /// Kernel name → template argument texts of explicit instantiations and templated launches.
     pub instantiations: HashMap<String, Vec<Vec<String>>>,
     /// Structs whose conversion operator hands out `extern __shared__` memory (the CUDA
@@ -293,6 +297,7 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         globals: HashMap::new(),
         consts: HashMap::new(),
         enums: HashMap::new(),
+        enum_types: HashMap::new(),
         instantiations: HashMap::new(),
         shared_structs: HashMap::new(),
         struct_layouts: HashMap::new(),
@@ -442,8 +447,10 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
             .named_children(&mut c)
             .filter(|x| x.kind() == "enumerator")
             .collect();
+        let mut values = Some(Vec::new());
         for en in items {
             let Some(name) = en.child_by_field_name("name") else {
+                values = None;
                 continue;
             };
             let v = match en.child_by_field_name("value") {
@@ -452,10 +459,29 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
             };
             if let Some(v) = v {
                 t.enums.insert(node_text(name, &text).to_string(), v);
+                if let Some(vs) = values.as_mut() {
+                    vs.push(v);
+                }
                 next = v.wrapping_add(1);
             } else {
+                values = None;
                 break;
             }
+        }
+        // The type's name: `enum Mode { … }`, or `typedef enum { … } Mode;`.
+        let type_name = e.child_by_field_name("name").or_else(|| {
+            e.parent()
+                .filter(|p| p.kind() == "type_definition")
+                .and_then(|p| p.child_by_field_name("declarator"))
+                .filter(|d| d.kind() == "type_identifier")
+        });
+        if let Some(tn) = type_name {
+            let tn = node_text(tn, &text).to_string();
+            let values = values.filter(|v| !v.is_empty());
+            t.enum_types
+                .entry(tn)
+                .and_modify(|v| *v = None)
+                .or_insert(values);
         }
     }
     for (d, file) in const_decls {

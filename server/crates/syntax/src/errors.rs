@@ -43,6 +43,10 @@ pub(crate) fn collect(tree: &Tree, text: &str, file: FileId, out: &mut Vec<Synta
         if !n.has_error() {
             continue;
         }
+        // `(f = e, r)`: misread by the grammar, mended by the lowering (commas.rs).
+        if n.kind() == "parenthesized_expression" && crate::commas::reparse(n, text).is_some() {
+            continue;
+        }
         let mut c = n.walk();
         let children: Vec<Node> = n.children(&mut c).collect();
         for ch in children.into_iter().rev() {

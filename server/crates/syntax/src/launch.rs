@@ -62,18 +62,54 @@ fn parse_config_words(line: &str, cfg: &mut LaunchConfig) -> bool {
     found
 }
 
-/// GPUVerify-style header lines: comment lines starting with `//--` anywhere in the file header.
+/// GPUVerify-style header lines: comment lines starting with `//--` or `// --` among the first
+/// 200 lines; the text after the `//`.
+fn header_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().take(200).filter_map(|line| {
+        let rest = line.trim_start().strip_prefix("//")?;
+        rest.trim_start().starts_with("--").then_some(rest)
+    })
+}
+
+/// The launch sizes of the GPUVerify-style header lines (`--blockDim=[16,16] --gridDim=64`).
 pub fn header_launch(text: &str) -> LaunchConfig {
     let mut cfg = LaunchConfig::default();
-    for line in text.lines().take(200) {
-        let l = line.trim_start();
-        if let Some(rest) = l.strip_prefix("//") {
-            if rest.trim_start().starts_with("--") {
-                parse_config_words(rest, &mut cfg);
+    for rest in header_lines(text) {
+        parse_config_words(rest, &mut cfg);
+    }
+    cfg
+}
+
+/// The macro definitions of the GPUVerify-style header lines, in order: `-DNAME=VALUE`,
+/// `-DNAME` and `-D NAME[=VALUE]` (an empty value means 1, as on a compiler's command line).
+pub(crate) fn header_defines(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for rest in header_lines(text) {
+        let mut words = rest.split_whitespace();
+        while let Some(w) = words.next() {
+            let Some(def) = w.strip_prefix("-D") else {
+                continue;
+            };
+            let def = if def.is_empty() {
+                match words.next() {
+                    Some(d) => d,
+                    None => break,
+                }
+            } else {
+                def
+            };
+            let (name, value) = def.split_once('=').unwrap_or((def, ""));
+            let valid = name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if valid {
+                out.push((name.to_string(), value.to_string()));
             }
         }
     }
-    cfg
+    out
 }
 
 /// A `// cudarace: blockDim=(32,8) gridDim=(64)` comment in the comment block directly above

@@ -11,6 +11,7 @@
 pub use tree_sitter;
 
 mod collect;
+mod commas;
 mod comparisons;
 mod consteval;
 mod errors;

@@ -606,6 +606,35 @@ void host(int *d) { k2<64><<<1, 64>>>(d); k3<1><<<1,1>>>(d); k3<2><<<1,1>>>(d); 
 }
 
 #[test]
+fn header_line_defines() {
+    use crate::launch::header_defines;
+    let text = "// --blockDim=64 -DN=32 -D M -D K=4 -DX=\n//--gridDim=1 -DBAD-NAME -D\nint x;\n";
+    assert_eq!(
+        header_defines(text),
+        vec![
+            ("N".to_string(), "32".to_string()),
+            ("M".to_string(), String::new()),
+            ("K".to_string(), "4".to_string()),
+            ("X".to_string(), String::new()),
+        ]
+    );
+    // Not a header line: no definitions.
+    assert!(header_defines("// see -DN=3\nint x;\n").is_empty());
+    // The options' `-D` wins over the header's.
+    let src = "//--blockDim=64 -DN=32\n__global__ void k(int *a) { a[0] = N; }\n";
+    let opts = FrontendOptions {
+        defines: vec![("N".into(), "7".into())],
+        ..Default::default()
+    };
+    let f = crate::lower_source(None, src, &opts);
+    let text = crate::pretty::kernel(&f.kernels[0]);
+    assert!(text.contains("= 7"), "{text}");
+    let f = crate::lower_source(None, src, &FrontendOptions::default());
+    let text = crate::pretty::kernel(&f.kernels[0]);
+    assert!(text.contains("= 32"), "{text}");
+}
+
+#[test]
 fn launch_sites_header_and_annotation() {
     let f = lower_str(
         r#"//--blockDim=[16,16] --gridDim=64

@@ -308,6 +308,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 }
                 return Val::Void;
             }
+            "__implies" if args.len() == 2 => return self.implies(args[0], args[1]),
             // Loop invariants and postconditions: not needed by the checker, accepted and ignored.
             "__invariant" | "__global_invariant" | "__ensures" | "__function_wide_invariant" => {
                 return Val::Void

@@ -85,6 +85,13 @@ impl<'a, 't> Lowerer<'a, 't> {
         self.truthy_typed(fold(&e))
     }
 
+    /// GPUVerify's `__implies(a, b)` (in `__requires`, `__assume`, ...): `!a || b`.
+    pub fn implies(&mut self, a: Node, b: Node) -> Val {
+        let a = self.cond_expr(a);
+        let b = self.cond_expr(b);
+        Val::S(Expr::bin(BinOp::Or, Expr::un(UnOp::Not, a), b))
+    }
+
     /// [`truthy`], knowing that `bool` locals are truth values already.
     pub fn truthy_typed(&self, e: Expr) -> Expr {
         if self.is_bool_local(&e) {
@@ -271,6 +278,20 @@ impl<'a, 't> Lowerer<'a, 't> {
             }
             // (`type_identifier`: an argument of `Acc b(a);`, parsed as a prototype.)
             "identifier" | "type_identifier" => self.identifier(n),
+            "parenthesized_expression" if n.has_error() => {
+                // `(f = e, r)`, misread by the grammar: its re-parse (commas.rs).
+                let text = self.src.text.clone();
+                match crate::commas::reparse(n, &text) {
+                    Some(tree) => match crate::commas::comma_node(&tree, n, &text) {
+                        Some(comma) => self.expr(comma),
+                        None => Val::S(self.unknown("syntax error", span, false)),
+                    },
+                    None => match n.named_child(n.named_child_count().saturating_sub(1) as u32) {
+                        Some(x) => self.expr(x),
+                        None => Val::Void,
+                    },
+                }
+            }
             "parenthesized_expression" | "condition_clause" => {
                 match n.named_child(n.named_child_count().saturating_sub(1) as u32) {
                     Some(x) => self.expr(x),

@@ -757,6 +757,11 @@ impl<'a, 't> Lowerer<'a, 't> {
         let (dims, _) = self.capture(|l| l.array_dims(g.declarator));
         let span = self.span(g.declarator);
         self.src = saved;
+        if g.space == GlobalSpace::Device {
+            if let Some(b) = self.device_pointer_global(name, g, elem, &ty, span) {
+                return b;
+            }
+        }
         let is_extern = qualifiers(g.decl, &self.tab.texts[g.file.0 as usize])
             .iter()
             .any(|q| q == "extern");
@@ -1010,8 +1015,16 @@ impl<'a, 't> Lowerer<'a, 't> {
                 self.bind(&name, Binding::Object(o));
             }
             Shape::Scalar | Shape::Reference => {
+                // A parameter of an enum type defined in the file takes its enumerators' values
+                // (a kernel is not passed other values without a cast).
+                let enum_values = match shape {
+                    Shape::Scalar => types::enum_values(self.tab, &ty_text),
+                    _ => None,
+                };
                 let ty = if shape == Shape::Reference {
                     ScalarType::Other
+                } else if enum_values.is_some() {
+                    ScalarType::INT
                 } else {
                     types::scalar_type(&ty_text)
                 };
@@ -1023,6 +1036,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                     template_index: None,
                     value: None,
                 });
+                if let Some(values) = enum_values {
+                    let cond = types::one_of(&Expr::Param(id), values);
+                    self.emit(Stmt::Assume { cond, span });
+                }
                 if self
                     .frames
                     .last()
@@ -1231,6 +1248,10 @@ pub(crate) fn assigned_names(body: Node, text: &str) -> HashSet<String> {
         if count > 1_000_000 {
             break;
         }
+        if let Some(names) = in_reparsed_comma(n, text, assigned_names) {
+            out.extend(names);
+            continue;
+        }
         match n.kind() {
             "assignment_expression" => {
                 if let Some(l) = n.child_by_field_name("left") {
@@ -1267,6 +1288,20 @@ pub(crate) fn assigned_names(body: Node, text: &str) -> HashSet<String> {
     out
 }
 
+/// `names` of a broken `(f = e, r)` taken from its re-parse (commas.rs), as the lowering sees it.
+fn in_reparsed_comma(
+    n: Node,
+    text: &str,
+    names: fn(Node, &str) -> HashSet<String>,
+) -> Option<HashSet<String>> {
+    if n.kind() != "parenthesized_expression" || !n.has_error() {
+        return None;
+    }
+    let tree = crate::commas::reparse(n, text)?;
+    let comma = crate::commas::comma_node(&tree, n, text)?;
+    Some(names(comma, text))
+}
+
 /// Names whose address is taken (`&x`) anywhere in a function body.
 pub(crate) fn addressed_names(body: Node, text: &str) -> HashSet<String> {
     let mut out = HashSet::new();
@@ -1276,6 +1311,10 @@ pub(crate) fn addressed_names(body: Node, text: &str) -> HashSet<String> {
         count += 1;
         if count > 1_000_000 {
             break;
+        }
+        if let Some(names) = in_reparsed_comma(n, text, addressed_names) {
+            out.extend(names);
+            continue;
         }
         if n.kind() == "pointer_expression" {
             if let (Some(op), Some(a)) = (

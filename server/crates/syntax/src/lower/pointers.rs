@@ -671,3 +671,79 @@ impl Lowerer<'_, '_> {
         self.elem_sizes.get(id.0 as usize).copied().flatten()
     }
 }
+
+/// `float *buf` (one level of pointer; initialized or not).
+fn is_single_pointer(d: Node) -> bool {
+    let mut cur = d;
+    for _ in 0..8 {
+        match cur.kind() {
+            "init_declarator" | "attributed_declarator" | "parenthesized_declarator" => {
+                match cur.child_by_field_name("declarator") {
+                    Some(x) => cur = x,
+                    None => return false,
+                }
+            }
+            "pointer_declarator" => {
+                return cur
+                    .child_by_field_name("declarator")
+                    .is_some_and(|x| x.kind() == "identifier")
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
+impl<'t> Lowerer<'_, 't> {
+    /// A `__device__ float *buf;` global that no function of the file assigns (the host sets
+    /// it, with `cudaMemcpyToSymbol`): a pointer to an array of its own in global memory, like a
+    /// pointer parameter. Reading the pointer itself cannot race, since nothing writes it.
+    ///
+    /// Assumption: two such pointer globals do not alias each other (nor a pointer parameter),
+    /// as two pointer parameters are assumed not to (tests/fixtures/README.md).
+    pub(super) fn device_pointer_global(
+        &mut self,
+        name: &str,
+        g: crate::collect::GlobalVar<'t>,
+        elem: ScalarType,
+        ty: &str,
+        span: Span,
+    ) -> Option<Binding> {
+        if !is_single_pointer(g.declarator) || self.global_assigned(name) {
+            return None;
+        }
+        let size = types::elem_size(ty);
+        let id = self.new_array(
+            name,
+            MemSpace::Global,
+            ArrayOrigin::DeviceGlobal,
+            elem,
+            size,
+            vec![None],
+            span,
+        );
+        let slot = self.new_slot(
+            (g.file, g.declarator.start_byte()),
+            Base::Arr(id),
+            Expr::Int(0),
+            size,
+            name,
+        );
+        Some(Binding::Ptr(slot))
+    }
+
+    /// Whether some function of the file assigns `name` or takes its address (conservatively:
+    /// a local of the same name counts too).
+    fn global_assigned(&self, name: &str) -> bool {
+        self.tab
+            .kernels
+            .iter()
+            .chain(self.tab.funcs.values().flatten())
+            .any(|def| {
+                let text = &self.tab.texts[def.file.0 as usize];
+                def.node
+                    .child_by_field_name("body")
+                    .is_some_and(|b| assigned_names(b, text).contains(name))
+            })
+    }
+}

@@ -126,6 +126,11 @@ impl<'a, 't> Lowerer<'a, 't> {
         self.opaque(reason, span, arrays, locals, true);
     }
 
+    /// A syntax error in `n` other than a comma expression the lowering mends (commas.rs).
+    pub fn has_real_error(&self, n: Node) -> bool {
+        n.has_error() && crate::commas::has_real_error(n, &self.src.text)
+    }
+
     /// True when a control statement's header (anything but its bodies) has a syntax error.
     fn header_has_error(&self, n: Node) -> bool {
         let mut c = n.walk();
@@ -137,7 +142,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             ) {
                 continue;
             }
-            if ch.is_error() || ch.is_missing() || ch.has_error() {
+            if ch.is_error() || ch.is_missing() || self.has_real_error(ch) {
                 return true;
             }
         }
@@ -173,7 +178,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 | "labeled_statement"
                 | "attributed_statement"
         );
-        if n.has_error() && (!structured || self.header_has_error(n)) {
+        if self.has_real_error(n) && (!structured || self.header_has_error(n)) {
             self.opaque_stmt(n, "syntax error");
             return;
         }
