@@ -283,3 +283,40 @@ fn parallel_files_keep_their_order_and_no_progress_when_piped() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_user_library_file_describes_the_projects_own_functions_and_macros() {
+    let dir = "tests/data/config/library/good/kernels.cu";
+    let out = run(&["check", "--format", "json", dir]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let v = json(&out);
+    for k in v["kernels"].as_array().unwrap() {
+        assert_eq!(k["verdict"], "race-free", "{k}");
+    }
+    // Without the configuration, `block_exchange` is unknown: the race it would prevent is
+    // possible and the kernel unknown; `FOR_EACH_THREAD` is not defined.
+    let out = run(&[
+        "check",
+        "--no-config",
+        "--format",
+        "json",
+        "tests/data/config/library/good/kernels.cu",
+    ]);
+    let v = json(&out);
+    let exchange = v["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == "exchange")
+        .unwrap();
+    assert_eq!(exchange["verdict"], "unknown", "{v}");
+}
+
+#[test]
+fn a_malformed_user_library_file_is_an_error_with_its_file_and_line() {
+    let out = run(&["check", "tests/data/config/library/bad/kernels.cu"]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("broken.toml:7"), "{t}");
+    assert!(t.contains("everywhere"), "{t}");
+}
