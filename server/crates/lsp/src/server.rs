@@ -1073,7 +1073,13 @@ fn config_error_diagnostic(e: &ConfigError) -> Diagnostic {
         Some(span) => LineIndex16::new(&e.text).range(&e.text, span.start, span.end),
         None => Range::default(),
     };
-    let mut message = format!("invalid {CONFIG_FILE_NAME}: {}", e.message);
+    // A library file named by the configuration reports its own name.
+    let file = e
+        .path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| CONFIG_FILE_NAME.to_string());
+    let mut message = format!("invalid {file}: {}", e.message);
     if let Some(help) = &e.help {
         message.push_str(&format!(" ({help})"));
     }

@@ -317,7 +317,15 @@ pub fn config_error(error: &ConfigError, opts: &HumanOptions) -> String {
     let id = files.add(error.path.display().to_string(), error.text.clone());
     let mut d = Diagnostic::error()
         .with_code("config")
-        .with_message(format!("invalid {}: {}", CONFIG_FILE_NAME, error.message));
+        .with_message(format!(
+            "invalid {}: {}",
+            error
+                .path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| CONFIG_FILE_NAME.to_string()),
+            error.message
+        ));
     match &error.span {
         Some(span) => {
             let len = error.text.len();
