@@ -547,6 +547,12 @@ fn confidence(reasons: &[String], may_sync: &Option<String>) -> (Confidence, Str
     }
 }
 
+/// The witness's two threads are in different blocks.
+fn cross_block(model: &BTreeMap<String, i64>) -> bool {
+    let w = witness::extract(model, 0);
+    w.thread_a.block_idx != w.thread_b.block_idx
+}
+
 fn race_finding(
     kernel: &str,
     item: &Item,
@@ -623,10 +629,11 @@ fn race_finding(
             "; warp-synchronous code: racy since Volta's independent thread scheduling (order the warp with __syncwarp())",
         );
     }
+    // A call may hold a `__syncthreads()`, which orders nothing between blocks.
     let may_sync = match (may_sync, call_note) {
         (Some(n), _) => Some(n.clone()),
-        (None, Some(n)) => Some(n.clone()),
-        (None, None) => None,
+        (None, Some(n)) if !cross => Some(n.clone()),
+        _ => None,
     };
     let (mut confidence, mut confidence_reason) = confidence(&reasons, &may_sync);
     // The solver returns a witness that breaks an assumption only when none keeps them all.
@@ -788,7 +795,7 @@ pub fn finish_kernel(plan: &KernelPlan, answers: Vec<Answer>, time_ms: f64) -> K
             Some(Answer::Sat(model)) => {
                 if let Item::Race { may_sync, .. } = item {
                     races_found += 1;
-                    preventable += usize::from(may_sync.is_some());
+                    preventable += usize::from(may_sync.is_some() && !cross_block(model));
                 }
                 let f = match item {
                     Item::Race { .. } => {
