@@ -260,10 +260,8 @@ impl<'a> Encoder<'a> {
             for (y, ty, dy) in &found[i + 1..] {
                 let differ = not(eq(v(x.clone()), v(y.clone())));
                 match (&dx.counter, &dy.counter) {
-                    (None, None) => {
-                        if tx != ty && var_key(&x[2..]) == var_key(&y[2..]) {
-                            out.push(differ);
-                        }
+                    (None, None) if tx != ty && var_key(&x[2..]) == var_key(&y[2..]) => {
+                        out.push(differ);
                     }
                     (Some((ax, ix, shared)), Some((ay, iy, _))) if ax == ay => {
                         if *shared && tx != ty && scope == Scope::CrossBlock {

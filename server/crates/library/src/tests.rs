@@ -130,7 +130,7 @@ fn a_user_file_replaces_bundled_descriptions_and_adds_its_own() {
          [[macro]]\nname = \"FOR_EACH\"\nparams = [\"i\", \"n\"]\nbody = \"for (int i = threadIdx.x; i < (n); i += blockDim.x)\"\n",
     )
     .unwrap();
-    let lib = Library::with_user_files(&[p.clone()]).unwrap();
+    let lib = Library::with_user_files(std::slice::from_ref(&p)).unwrap();
     let f = lib.function("block_reduce").unwrap();
     assert_eq!(f.sync, Sync::Block);
     assert_eq!(&*f.library, "mine");
