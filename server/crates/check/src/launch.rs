@@ -7,7 +7,7 @@
 //! `1 ≤ blockDim.x·y·z ≤ 1024`, `blockDim.z ≤ 64`, `gridDim.x < 2^31`, `gridDim.y,z ≤ 65535`.
 
 use crate::terms::*;
-use cudarace_ir::{FileIr, Kernel, LaunchConfig, ScalarType, SiteValue};
+use cudarace_ir::{BinOp, FileIr, Kernel, LaunchConfig, ScalarType, SiteValue};
 use cudarace_solver::Term;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,6 +196,20 @@ pub fn resolve(
                 };
                 out.extend(bind(&[*p], std::slice::from_ref(&Some(a.clone()))));
             }
+            // The grid computed from passed values (`dim3 grid(DIVUP(n, 64))`): `gridDim.x` is
+            // that function of the parameter.
+            if s.args.len() == call_params.len() {
+                let arg = |j: u32| {
+                    let p = call_params.get(j as usize)?;
+                    (p.value.is_none() && matches!(p.ty, ScalarType::Int { .. }))
+                        .then(|| Term::var(format!("param.{}", p.name)))
+                };
+                for (d, rel) in s.grid_relations.iter().enumerate() {
+                    if let Some(t) = rel.as_ref().and_then(|r| site_term_with(r, &arg)) {
+                        out.push((format!("gridDim.{}", DIM_NAMES[d]), t));
+                    }
+                }
+            }
             out
         })
         .collect();
@@ -209,12 +223,46 @@ pub fn resolve(
 }
 
 fn site_term(v: &SiteValue) -> Term {
-    match v {
+    site_term_with(v, &|_| None).unwrap_or_else(|| int(0))
+}
+
+/// `v` as a term; `arg(j)` names the parameter the call's argument `j` binds (`None`: the
+/// relation cannot be used).
+fn site_term_with(v: &SiteValue, arg: &dyn Fn(u32) -> Option<Term>) -> Option<Term> {
+    Some(match v {
         SiteValue::Int(n) => int(*n),
         SiteValue::GridDim(d) => Term::var(format!("gridDim.{}", d.name())),
         SiteValue::BlockDim(d) => Term::var(format!("blockDim.{}", d.name())),
-        SiteValue::Mul(a, b) => mul(site_term(a), site_term(b)),
-    }
+        SiteValue::Mul(a, b) => mul(site_term_with(a, arg)?, site_term_with(b, arg)?),
+        SiteValue::Arg(j) => arg(*j)?,
+        SiteValue::Op(op, a, b) => {
+            let (a, b) = (site_term_with(a, arg)?, site_term_with(b, arg)?);
+            let flag = |c: Term| ite(c, int(1), int(0));
+            match op {
+                BinOp::Add => add(a, b),
+                BinOp::Sub => sub(a, b),
+                BinOp::Mul => mul(a, b),
+                // C division and remainder; a divisor that may be 0 is not a relation.
+                BinOp::Div | BinOp::Rem => {
+                    if as_int(&b).is_none_or(|k| k <= 0) {
+                        return None;
+                    }
+                    if *op == BinOp::Div {
+                        div(a, b)
+                    } else {
+                        rem(a, b)
+                    }
+                }
+                BinOp::Lt => flag(lt(a, b)),
+                BinOp::Le => flag(le(a, b)),
+                BinOp::Gt => flag(lt(b, a)),
+                BinOp::Ge => flag(le(b, a)),
+                BinOp::Eq => flag(eq(a, b)),
+                BinOp::Ne => flag(not(eq(a, b))),
+                _ => return None,
+            }
+        }
+    })
 }
 
 impl Launch {
@@ -282,9 +330,11 @@ impl Launch {
         }
         let mut alternatives = Vec::new();
         for site in &self.param_sites {
+            // A binding counts when the query mentions its subject, or, for a grid relation,
+            // a parameter it relates the grid to.
             let binds: Vec<Term> = site
                 .iter()
-                .filter(|(p, _)| has(p))
+                .filter(|(p, t)| has(p) || (p.starts_with("gridDim.") && mentions(t, has)))
                 .map(|(p, t)| eq(Term::var(p.clone()), t.clone()))
                 .collect();
             if binds.is_empty() {
@@ -303,9 +353,20 @@ impl Launch {
         if binding.is_empty() {
             return None;
         }
+        let grid_note = (String::new(), int(0));
         let first: Vec<String> = binding[0]
             .iter()
+            .filter(|(p, _)| !p.starts_with("gridDim."))
+            .chain(
+                binding[0]
+                    .iter()
+                    .find(|(p, _)| p.starts_with("gridDim."))
+                    .map(|_| &grid_note),
+            )
             .map(|(p, t)| {
+                if p.is_empty() {
+                    return "the grid computed from the passed sizes".to_string();
+                }
                 let name = p.strip_prefix("param.").unwrap_or(p);
                 format!("{name} = {}", show_term(t))
             })
@@ -426,6 +487,7 @@ mod tests {
             block_dim: Some([128, 1, 1]),
             args: vec![],
             template_args: vec![],
+            grid_relations: [None, None, None],
         });
         file.header_launch.grid_dim = [Some(2), None, None];
         let mut ov = LaunchConfig::default();

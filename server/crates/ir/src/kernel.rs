@@ -70,6 +70,9 @@ pub struct LaunchSite {
     /// Explicit template arguments (`k<256><<<…>>>`), in order; `None` for a type or an unknown
     /// value.
     pub template_args: Vec<Option<SiteValue>>,
+    /// Each grid dimension in terms of the call's arguments ([`SiteValue::Arg`]), when the grid
+    /// is computed from values the call also passes (`None`: no such relation).
+    pub grid_relations: [Option<SiteValue>; 3],
 }
 
 /// The value of a launch argument: a constant, a launch size, or a product of those
@@ -80,6 +83,11 @@ pub enum SiteValue {
     GridDim(Dim),
     BlockDim(Dim),
     Mul(Box<SiteValue>, Box<SiteValue>),
+    /// The launch call's argument at this position: a grid size written in terms of what the
+    /// call passes (`dim3 grid(DIVUP(n, 64)); k<<<grid, 64>>>(x, n)`).
+    Arg(u32),
+    /// `a op b` for `+ - * / %` and comparisons (0 or 1).
+    Op(BinOp, Box<SiteValue>, Box<SiteValue>),
 }
 
 /// One `__global__` function, with `__device__` calls inlined.

@@ -4,7 +4,7 @@
 use crate::collect::{declarator_name, Tables};
 use crate::consteval::{eval, eval_text, node_text, ConstEnv};
 use crate::preprocess::MacroTable;
-use cudarace_ir::{Dim, FileId, LaunchConfig, LaunchSite, SiteValue, Span};
+use cudarace_ir::{BinOp, Dim, FileId, LaunchConfig, LaunchSite, SiteValue, Span};
 use tree_sitter::{Node, Tree};
 
 /// Parses a dimension list: `[16,16]`, `(32,8)`, `64`, `{1, 2, 3}`.
@@ -440,6 +440,109 @@ impl<'t> HostEnv<'_, 't> {
             .collect()
     }
 
+    /// Each grid dimension in terms of the call's arguments: `dim3 grid(DIVUP(n, 64))` with `n`
+    /// passed gives `gridDim.x == DIVUP(arg, 64)` (macros expanded). `None` for a dimension that
+    /// is not computed from a passed value.
+    fn grid_relations(
+        &self,
+        grid: Option<Node<'t>>,
+        call_args: Option<Node<'t>>,
+    ) -> [Option<SiteValue>; 3] {
+        let mut out: [Option<SiteValue>; 3] = [None, None, None];
+        let (Some(grid), Some(list)) = (grid, call_args) else {
+            return out;
+        };
+        let mut c = list.walk();
+        let args: Vec<String> = list
+            .named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .map(|a| squash(node_text(a, self.text)))
+            .collect();
+        for (d, comp) in self.dim_texts(grid, 0).iter().enumerate().take(3) {
+            let (text, tree) = crate::parse::parse_snippet_body(comp);
+            let Some(e) = crate::consteval::snippet_expr(&tree) else {
+                continue;
+            };
+            if let Some(v) = self.relation(e, &text, &args, 0) {
+                if mentions_arg(&v) {
+                    out[d] = Some(v);
+                }
+            }
+        }
+        out
+    }
+
+    /// `e` (in `text`) in constants and the call's arguments `args` (squashed texts).
+    fn relation(&self, e: Node, text: &str, args: &[String], depth: u32) -> Option<SiteValue> {
+        if depth > 12 {
+            return None;
+        }
+        let own = squash(node_text(e, text));
+        if let Some(j) = args.iter().position(|a| *a == own) {
+            return Some(SiteValue::Arg(j as u32));
+        }
+        if let Some(v) = eval_text(node_text(e, text), self, 0) {
+            return Some(SiteValue::Int(v));
+        }
+        match e.kind() {
+            "parenthesized_expression" => self.relation(e.named_child(0)?, text, args, depth + 1),
+            "cast_expression" => {
+                self.relation(e.child_by_field_name("value")?, text, args, depth + 1)
+            }
+            "binary_expression" => {
+                let op = match node_text(e.child_by_field_name("operator")?, text) {
+                    "+" => BinOp::Add,
+                    "-" => BinOp::Sub,
+                    "*" => BinOp::Mul,
+                    "/" => BinOp::Div,
+                    "%" => BinOp::Rem,
+                    "<" => BinOp::Lt,
+                    "<=" => BinOp::Le,
+                    ">" => BinOp::Gt,
+                    ">=" => BinOp::Ge,
+                    "==" => BinOp::Eq,
+                    "!=" => BinOp::Ne,
+                    _ => return None,
+                };
+                let a = self.relation(e.child_by_field_name("left")?, text, args, depth + 1)?;
+                let b = self.relation(e.child_by_field_name("right")?, text, args, depth + 1)?;
+                Some(SiteValue::Op(op, Box::new(a), Box::new(b)))
+            }
+            // A macro (`DIVUP(n, 64)`, `BLOCKS`): its expansion.
+            "call_expression" | "identifier" => {
+                let (name, call_args) = if e.kind() == "identifier" {
+                    (node_text(e, text).to_string(), None)
+                } else {
+                    let f = e.child_by_field_name("function")?;
+                    let list = e.child_by_field_name("arguments")?;
+                    let mut c = list.walk();
+                    let v: Vec<String> = list
+                        .named_children(&mut c)
+                        .filter(|a| a.kind() != "comment")
+                        .map(|a| node_text(a, text).to_string())
+                        .collect();
+                    (node_text(f, text).to_string(), Some(v))
+                };
+                let Some(m) = self.tables.macros.get(&name) else {
+                    // A host local computed from passed values (`int blocks = DIVUP(n, 64);`).
+                    if call_args.is_none() && std::ptr::eq(text, self.text) {
+                        let (init, _) = self.local_init(&name)?;
+                        if init.kind().ends_with("_list") {
+                            return None;
+                        }
+                        return self.relation(init, self.text, args, depth + 1);
+                    }
+                    return None;
+                };
+                let body = m.expand(call_args.as_deref())?;
+                let (t, tree) = crate::parse::parse_snippet_body(&body);
+                let inner = crate::consteval::snippet_expr(&tree)?;
+                self.relation(inner, &t, args, depth + 1)
+            }
+            _ => None,
+        }
+    }
+
     fn dim3_args(&self, args: Node<'t>) -> Option<[u64; 3]> {
         let mut c = args.walk();
         let vals: Vec<Node> = args
@@ -517,6 +620,10 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                                 args.first().copied(),
                                 args.get(1).copied(),
                             ),
+                            grid_relations: env.grid_relations(
+                                args.first().copied(),
+                                n.child_by_field_name("arguments"),
+                            ),
                         });
                     }
                 } else if let Some(site) = runtime_api_launch(tables, n, file, text) {
@@ -584,5 +691,18 @@ fn runtime_api_launch<'t>(
         // Arguments go through an array of pointers: not followed.
         args: vec![],
         template_args: vec![],
+        grid_relations: [None, None, None],
     })
+}
+
+fn squash(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+fn mentions_arg(v: &SiteValue) -> bool {
+    match v {
+        SiteValue::Arg(_) => true,
+        SiteValue::Mul(a, b) | SiteValue::Op(_, a, b) => mentions_arg(a) || mentions_arg(b),
+        SiteValue::Int(_) | SiteValue::GridDim(_) | SiteValue::BlockDim(_) => false,
+    }
 }
