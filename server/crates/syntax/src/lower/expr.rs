@@ -479,6 +479,9 @@ impl<'a, 't> Lowerer<'a, 't> {
             Some(Binding::Object(_)) => {
                 Val::S(self.unknown(format!("value of the object `{name}`"), span, false))
             }
+            Some(Binding::Lambda(_)) => {
+                Val::S(self.unknown(format!("value of the lambda `{name}`"), span, false))
+            }
             None => match name.as_str() {
                 "warpSize" => Val::S(Expr::Builtin(Builtin::WarpSize)),
                 "NULL" | "nullptr" => Val::S(Expr::Int(0)),
@@ -1105,6 +1108,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                 Some(Binding::Object(o)) => {
                     arrays.extend(self.object_arrays(&o));
                     locals.extend(o.locals());
+                }
+                Some(Binding::Lambda(l)) => {
+                    arrays.push(ALL_ARRAYS);
+                    locals.extend(cxx::lambdas::lambda_locals(&l));
                 }
                 _ => {}
             }

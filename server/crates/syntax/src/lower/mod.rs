@@ -2,6 +2,7 @@
 //! kernel set-up. Statements, expressions, pointers and calls live in the submodules.
 
 mod calls;
+mod cxx;
 mod expr;
 mod library_calls;
 mod objects;
@@ -328,6 +329,8 @@ pub(crate) enum Binding {
     /// An object of a class defined in the file: one binding per data member (see
     /// `objects.rs`). Inside an inlined method, `this` is bound to the object.
     Object(Rc<Object>),
+    /// A lambda: its expression and its captures (see `cxx/lambdas.rs`).
+    Lambda(Rc<cxx::lambdas::Lambda>),
 }
 
 /// A lowered expression's value.
@@ -409,6 +412,8 @@ pub(crate) struct Lowerer<'a, 't> {
     pub tickets: Vec<(UnknownId, ArrayId)>,
     /// Fallback macros of the library that were expanded: name → library.
     pub fallback_macros: std::collections::BTreeMap<String, String>,
+    /// The captures of the lambda `inline` is about to inline (set by `call_lambda`).
+    pub lambda_env: Option<Vec<(String, Binding)>>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -456,6 +461,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             atomic_signs: HashMap::new(),
             tickets: Vec::new(),
             fallback_macros: std::collections::BTreeMap::new(),
+            lambda_env: None,
         }
     }
 

@@ -9,6 +9,9 @@
 //! Constructors whose body is empty are inlined too (their member initializers); a
 //! reference-returning method used as an lvalue (`obj.at(i) = v`) denotes the place it returns.
 //!
+//! A function object's `operator()` is a method like the others (`op(a, b)` inlines it, see
+//! `cxx/lambdas.rs`).
+//!
 //! What is not modelled stays opaque, as before: virtual methods, member templates, operators,
 //! overloads of the same arity, constructors with statements, destructors, classes with base
 //! classes, class templates, members the front end cannot bind.
@@ -836,6 +839,12 @@ impl<'a, 't> Lowerer<'a, 't> {
         let mut arrays = Vec::new();
         let mut locals = Vec::new();
         for a in args {
+            // A lambda may touch any array and change what it captured by reference.
+            if let Some((a, l)) = self.callable_reach(*a) {
+                arrays.extend(a);
+                locals.extend(l);
+                continue;
+            }
             let mut x = *a;
             // `&obj`
             if x.kind() == "pointer_expression" {
