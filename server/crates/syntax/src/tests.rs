@@ -1167,6 +1167,27 @@ __global__ void k(int *a) {
 }
 
 #[test]
+fn temporary_function_objects_and_lambdas_called_on_the_spot() {
+    check(
+        r#"
+struct Add {
+  __device__ int operator()(int a, int b) const { return a + b; }
+};
+__global__ void k(int *a) {
+  a[Add{}(threadIdx.x, 1)] = 1;
+  a[Add()(threadIdx.x, 2)] = 2;
+  [&](int i) { a[i] = 3; }(threadIdx.x + 3);
+}"#,
+        "k",
+        "
+        write#0 a[(threadIdx.x + 1)] = 1
+        write#1 a[(threadIdx.x + 2)] = 2
+        write#2 a[(threadIdx.x + 3)] = 3
+        ",
+    );
+}
+
+#[test]
 fn callable_kernel_parameters_stay_opaque() {
     check(
         r#"
