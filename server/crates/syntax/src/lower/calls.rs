@@ -230,11 +230,12 @@ impl<'a, 't> Lowerer<'a, 't> {
                 if let Some(v) = self.callable_expr_call(f, n, &args, want_place) {
                     return v;
                 }
-                let vals = self.lower_args(&args);
-                let mut arrays = Self::arrays_of_vals(&vals);
-                let (oa, ol) = self.objects_in_args(&args);
-                arrays.extend(oa);
-                self.opaque("call through a function pointer", span, arrays, ol, true);
+                // It may call any function (or a lambda stored somewhere): any array.
+                self.lower_args(&args);
+                let (_, mut ol) = self.objects_in_args(&args);
+                ol.extend(self.escaped_locals.clone());
+                let all = vec![ALL_ARRAYS];
+                self.opaque("call through a function pointer", span, all, ol, true);
                 Val::S(self.unknown("result of an indirect call", span, false))
             }
         }
@@ -392,11 +393,12 @@ impl<'a, 't> Lowerer<'a, 't> {
             )
         ) {
             self.lower_args(args);
+            let locals = self.escaped_locals.clone();
             self.opaque(
                 format!("call through the variable `{name}` (lambda or function object)"),
                 span,
                 vec![ALL_ARRAYS],
-                vec![],
+                locals,
                 true,
             );
             return Val::S(self.unknown(format!("result of `{name}`"), span, false));

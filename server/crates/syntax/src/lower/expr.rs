@@ -393,7 +393,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                 }
                 Val::S(self.unknown("initializer list", span, false))
             }
-            "lambda_expression" => Val::S(self.unknown("lambda", span, false)),
+            "lambda_expression" => {
+                self.lambda_escapes(n);
+                Val::S(self.unknown("lambda", span, false))
+            }
             "this" => Val::S(self.unknown("this", span, false)),
             "compound_literal_expression" => Val::S(self.unknown("compound literal", span, false)),
             "gnu_asm_expression" => {
@@ -479,7 +482,9 @@ impl<'a, 't> Lowerer<'a, 't> {
             Some(Binding::Object(_)) => {
                 Val::S(self.unknown(format!("value of the object `{name}`"), span, false))
             }
-            Some(Binding::Lambda(_)) => {
+            Some(Binding::Lambda(l)) => {
+                let locals = cxx::lambdas::lambda_locals(&l);
+                self.escaped_locals.extend(locals);
                 Val::S(self.unknown(format!("value of the lambda `{name}`"), span, false))
             }
             None => match name.as_str() {

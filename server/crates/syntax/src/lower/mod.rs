@@ -414,6 +414,9 @@ pub(crate) struct Lowerer<'a, 't> {
     pub fallback_macros: std::collections::BTreeMap<String, String>,
     /// The captures of the lambda `inline` is about to inline (set by `call_lambda`).
     pub lambda_env: Option<Vec<(String, Binding)>>,
+    /// Locals that lambdas used as values (stored, chosen with `?:`) may change when they are
+    /// called through something the front end cannot follow.
+    pub escaped_locals: Vec<LocalId>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -462,6 +465,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             tickets: Vec::new(),
             fallback_macros: std::collections::BTreeMap::new(),
             lambda_env: None,
+            escaped_locals: Vec::new(),
         }
     }
 

@@ -647,6 +647,13 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
     }
 
+    /// A lambda expression used as a value (stored, chosen with `?:`, returned): the locals it
+    /// may change when called through something the front end cannot follow.
+    pub(crate) fn lambda_escapes(&mut self, n: Node) {
+        let (_, locals) = self.mentions(n);
+        self.escaped_locals.extend(locals);
+    }
+
     /// What a callable handed to a call that is not inlined may touch: any array, and the
     /// locals a lambda may change.
     pub(crate) fn callable_reach(&mut self, a: Node) -> Option<(Vec<ArrayId>, Vec<LocalId>)> {
