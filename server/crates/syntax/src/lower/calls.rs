@@ -390,6 +390,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     | Binding::Private
                     | Binding::Ptr(_)
                     | Binding::Object(_)
+                    | Binding::Cell(_)
             )
         ) {
             self.lower_args(args);
@@ -809,6 +810,19 @@ impl<'a, 't> Lowerer<'a, 't> {
                             self.slots[slot].inner = dims.into_iter().skip(1).collect();
                         }
                     }
+                    self.bind(&pname, Binding::Ptr(slot));
+                }
+                // A pointer passed to a parameter of a deduced type (`auto p` of a generic
+                // lambda, `T p`): a pointer variable.
+                (Shape::Scalar, ArgVal::V(Val::P(pv)))
+                    if types::is_auto(&ty_text)
+                        || types::scalar_type(&ty_text) == ScalarType::Other =>
+                {
+                    let key = (
+                        def.file,
+                        decl.map(|d| d.start_byte()).unwrap_or(p.start_byte()),
+                    );
+                    let slot = self.new_slot(key, pv.base, pv.off, pv.elem_size, &pname);
                     self.bind(&pname, Binding::Ptr(slot));
                 }
                 (_, ArgVal::V(v)) => {

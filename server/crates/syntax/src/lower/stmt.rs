@@ -783,8 +783,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                 continue;
             }
             // A lambda or a function object (see cxx/lambdas.rs).
-            if let (Shape::Scalar, Some(i)) = (shape, init) {
-                if self.declare_callable(&name, i) {
+            if let (Shape::Scalar | Shape::Reference, Some(i)) = (shape, init) {
+                if self.declare_callable(&name, i, shape == Shape::Reference) {
                     continue;
                 }
             }

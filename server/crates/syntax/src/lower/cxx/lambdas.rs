@@ -614,10 +614,11 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
     }
 
-    /// `auto f = [&](int i) { … };`, `auto g = f;`, `auto op = Add{};`: binds `name` to the
-    /// callable; false (the declaration is lowered as before) for anything else, and for a
-    /// variable that is assigned or whose address is taken.
-    pub(crate) fn declare_callable(&mut self, name: &str, init: Node) -> bool {
+    /// `auto f = [&](int i) { … };`, `auto g = f;`, `auto op = Add{};`, `const auto &h = f;`:
+    /// binds `name` to the callable (a copy, unless `by_ref`); false (the declaration is lowered
+    /// as before) for anything else, and for a variable that is assigned or whose address is
+    /// taken.
+    pub(crate) fn declare_callable(&mut self, name: &str, init: Node, by_ref: bool) -> bool {
         if self
             .frames
             .last()
@@ -632,6 +633,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             "identifier" => {
                 let src = self.text(i);
                 match self.lookup(&src) {
+                    Some(Binding::Lambda(l)) if by_ref => Some(Binding::Lambda(l)),
                     Some(Binding::Lambda(l)) => Some(Binding::Lambda(self.copy_lambda(&l, span))),
                     _ => None,
                 }
