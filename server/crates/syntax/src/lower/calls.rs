@@ -602,9 +602,16 @@ impl<'a, 't> Lowerer<'a, 't> {
                 .and_then(|t| self.class_of(node_text(t, &def_text)))
                 .filter(|_| shape == Shape::Scalar);
             // A lambda or a function object: the parameter names it.
-            let callable = args
+            let callable = match args
                 .get(i)
-                .and_then(|a| self.callable_arg(*a, shape == Shape::Reference));
+                .and_then(|a| self.callable_arg(*a, shape == Shape::Reference))
+            {
+                // An object whose address the callee takes: not modelled (see below).
+                Some(Binding::Object(_)) if addressed_names(body, &def_text).contains(&pname) => {
+                    None
+                }
+                c => c,
+            };
             let av = match (callable, args.get(i)) {
                 (Some(b), _) => ArgVal::Ref(b),
                 (None, Some(a)) if shape == Shape::Reference => {
