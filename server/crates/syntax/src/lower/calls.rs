@@ -629,6 +629,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         for a in args.iter().skip(params.len()) {
             self.expr_discard(*a); // variadic extras
         }
+        let targ_classes = self.template_arg_classes(targs.as_ref());
         let targ_vals: Vec<Option<Expr>> = targs
             .unwrap_or_default()
             .iter()
@@ -701,6 +702,9 @@ impl<'a, 't> Lowerer<'a, 't> {
         self.push_scope();
         for (n, b) in env.into_iter().flatten() {
             self.bind(&n, b);
+        }
+        if let Some(tp) = def.template_params {
+            self.bind_type_params(tp, &targ_classes, true);
         }
         // Template parameters.
         if let Some(tp) = def.template_params {
@@ -901,6 +905,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
         self.block_items(body);
         let frame = self.frames.pop();
+        self.drop_type_params();
         self.scopes.truncate(scope_base.max(1));
         self.src = saved_src;
         let Some(frame) = frame else { return Val::Void };

@@ -417,6 +417,9 @@ pub(crate) struct Lowerer<'a, 't> {
     /// Locals that lambdas used as values (stored, chosen with `?:`) may change when they are
     /// called through something the front end cannot follow.
     pub escaped_locals: Vec<LocalId>,
+    /// Template type parameters bound to classes of the file: (frame depth, parameter, class)
+    /// (see `cxx/type_params.rs`).
+    pub type_params: Vec<(usize, String, String)>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -466,6 +469,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             fallback_macros: std::collections::BTreeMap::new(),
             lambda_env: None,
             escaped_locals: Vec::new(),
+            type_params: Vec::new(),
         }
     }
 
@@ -941,6 +945,11 @@ impl<'a, 't> Lowerer<'a, 't> {
                     value,
                 });
                 self.bind(&pname, Binding::Value(Expr::Param(id)));
+            }
+            // Type parameters fixed to a class of the file (cxx/type_params.rs).
+            if let Some(f) = &fixed {
+                let classes: Vec<Option<String>> = f.iter().map(|a| self.class_of(a)).collect();
+                self.bind_type_params(tp, &classes, false);
             }
         }
         self.push_scope();

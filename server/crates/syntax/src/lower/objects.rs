@@ -111,6 +111,8 @@ impl<'a, 't> Lowerer<'a, 't> {
             Some(m) if m.params.is_none() => m.body.trim().to_string(),
             _ => name.to_string(),
         };
+        // A template type parameter bound to a class (cxx/type_params.rs).
+        let name = self.type_param_class(&name).unwrap_or(name);
         match self.tab.classes.get(&name) {
             Some(Some(c)) if c.unmodelled.is_none() => Some(name),
             _ => None,
