@@ -1188,6 +1188,34 @@ __global__ void k(int *a) {
 }
 
 #[test]
+fn lambdas_copy_pointers_captured_by_value() {
+    // `[=]` copies `p` (its offset) when the lambda is made; what a pointer variable points to
+    // is one set for the whole kernel, so both writes may go to `s` or `t` (opaque, as for `p`
+    // itself).
+    check(
+        r#"
+__global__ void k(float *a) {
+  __shared__ float s[64];
+  __shared__ float t[64];
+  float *p = s;
+  auto put = [=](int i) { p[i] = 1; };
+  auto ref = [&](int i) { p[i] = 2; };
+  p = t;
+  put(threadIdx.x);
+  ref(threadIdx.x);
+}"#,
+        "k",
+        "
+        p.offset := 0
+        put.p.offset := p.offset
+        p.offset := 0
+        opaque(write through a pointer that may point into different arrays; arrays=[s,t]; locals=[])
+        opaque(write through a pointer that may point into different arrays; arrays=[s,t]; locals=[])
+        ",
+    );
+}
+
+#[test]
 fn callable_kernel_parameters_stay_opaque() {
     check(
         r#"
