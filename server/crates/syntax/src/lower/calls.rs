@@ -232,8 +232,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 }
                 // It may call any function (or a lambda stored somewhere): any array.
                 self.lower_args(&args);
-                let (_, mut ol) = self.objects_in_args(&args);
-                ol.extend(self.escaped_locals.clone());
+                let (_, ol) = self.objects_in_args(&args);
                 let all = vec![ALL_ARRAYS];
                 self.opaque("call through a function pointer", span, all, ol, true);
                 Val::S(self.unknown("result of an indirect call", span, false))
@@ -394,12 +393,11 @@ impl<'a, 't> Lowerer<'a, 't> {
             )
         ) {
             self.lower_args(args);
-            let locals = self.escaped_locals.clone();
             self.opaque(
                 format!("call through the variable `{name}` (lambda or function object)"),
                 span,
                 vec![ALL_ARRAYS],
-                locals,
+                vec![],
                 true,
             );
             return Val::S(self.unknown(format!("result of `{name}`"), span, false));

@@ -415,7 +415,8 @@ pub(crate) struct Lowerer<'a, 't> {
     /// The captures of the lambda `inline` is about to inline (set by `call_lambda`).
     pub lambda_env: Option<Vec<(String, Binding)>>,
     /// Locals that lambdas used as values (stored, chosen with `?:`) may change when they are
-    /// called through something the front end cannot follow.
+    /// called by code the front end does not follow: every opaque statement that may
+    /// synchronize (unknown code) may change them.
     pub escaped_locals: Vec<LocalId>,
     /// Template type parameters bound to classes of the file: (frame depth, parameter, class)
     /// (see `cxx/type_params.rs`).
@@ -694,7 +695,13 @@ impl<'a, 't> Lowerer<'a, 't> {
             }
         }
         let mut l = Vec::new();
-        for x in locals {
+        // Unknown code may call a lambda that escaped (cxx/lambdas.rs).
+        let escaped = if may_sync {
+            self.escaped_locals.clone()
+        } else {
+            vec![]
+        };
+        for x in locals.into_iter().chain(escaped) {
             if !l.contains(&x) {
                 l.push(x);
             }
