@@ -656,6 +656,19 @@ impl<'a, 't> Lowerer<'a, 't> {
         self.escaped_locals.extend(locals);
     }
 
+    /// Whether an argument is a lambda (an expression, or a variable bound to one).
+    pub(crate) fn is_lambda_arg(&mut self, a: Node) -> bool {
+        let a = strip_parens(a);
+        match a.kind() {
+            "lambda_expression" => true,
+            "identifier" => {
+                let name = self.text(a);
+                matches!(self.lookup(&name), Some(Binding::Lambda(_)))
+            }
+            _ => false,
+        }
+    }
+
     /// What a callable handed to a call that is not inlined may touch: any array, and the
     /// locals a lambda may change.
     pub(crate) fn callable_reach(&mut self, a: Node) -> Option<(Vec<ArrayId>, Vec<LocalId>)> {
