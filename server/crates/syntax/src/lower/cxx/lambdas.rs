@@ -670,7 +670,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     }
 
     /// What a callable handed to a call that is not inlined may touch: any array, and the
-    /// locals a lambda may change.
+    /// locals a lambda (or a function object's members) may change.
     pub(crate) fn callable_reach(&mut self, a: Node) -> Option<(Vec<ArrayId>, Vec<LocalId>)> {
         let a = strip_parens(a);
         match a.kind() {
@@ -682,6 +682,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                 let name = self.text(a);
                 match self.lookup(&name)? {
                     Binding::Lambda(l) => Some((vec![ALL_ARRAYS], lambda_locals(&l))),
+                    // Its `operator()` may touch arrays its members do not reach.
+                    Binding::Object(o) if self.class_has_method(&o.class, OPERATOR_CALL) => {
+                        Some((vec![ALL_ARRAYS], o.locals()))
+                    }
                     _ => None,
                 }
             }
