@@ -22,11 +22,14 @@
 //! object passed to a parameter (`reduce(s, Add())`) binds that parameter.
 //!
 //! What is not modelled keeps the opaque call of before (it may touch any array and may
-//! synchronize): a callable kernel parameter, a lambda in a macro expansion, a lambda capturing
-//! `*this` or a parameter pack, a callable variable that is assigned or whose address is taken,
-//! a lambda that flows through anything but a declaration or an argument (a `?:`, a return
-//! value, memory). A lambda handed to a call that is not inlined may touch any array and change
-//! the locals it captured by reference.
+//! synchronize): a callable kernel parameter, a lambda in a macro expansion, a template lambda,
+//! a lambda capturing `*this` or a parameter pack, a callable variable that is assigned or whose
+//! address is taken, a lambda that flows through anything but a declaration, a reference or an
+//! argument (a `?:`, a return value, memory), a function object of a class template. A lambda
+//! or function object handed to a call that is not inlined (no body, or described by a library
+//! file) makes that call unknown code that may touch any array; a lambda used as a value
+//! "escapes": every later opaque statement that may synchronize may change the locals it
+//! captured by reference.
 
 use crate::collect::{declarator_name, FuncDef};
 use crate::lower::objects::ObjInit;
