@@ -415,8 +415,8 @@ pub(crate) struct Lowerer<'a, 't> {
     /// The captures of the lambda `inline` is about to inline (set by `call_lambda`).
     pub lambda_env: Option<Vec<(String, Binding)>>,
     /// Locals that lambdas used as values (stored, chosen with `?:`) may change when they are
-    /// called by code the front end does not follow: every opaque statement that may
-    /// synchronize (unknown code) may change them.
+    /// called by code the front end does not follow: every opaque statement of the kernel that
+    /// may synchronize (unknown code) may change them (added at the end).
     pub escaped_locals: Vec<LocalId>,
     /// Template type parameters bound to classes of the file: (frame depth, parameter, class)
     /// (see `cxx/type_params.rs`).
@@ -695,13 +695,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             }
         }
         let mut l = Vec::new();
-        // Unknown code may call a lambda that escaped (cxx/lambdas.rs).
-        let escaped = if may_sync {
-            self.escaped_locals.clone()
-        } else {
-            vec![]
-        };
-        for x in locals.into_iter().chain(escaped) {
+        for x in locals {
             if !l.contains(&x) {
                 l.push(x);
             }
@@ -1150,6 +1144,9 @@ impl<'a, 't> Lowerer<'a, 't> {
     fn finish(mut self) -> Kernel {
         let all: Vec<ArrayId> = (0..self.k.arrays.len() as u32).map(ArrayId).collect();
         fix_all_arrays(&mut self.out, &all);
+        // Unknown code may call a lambda that escaped (cxx/lambdas.rs), in a loop even before
+        // the lambda is made.
+        cxx::lambdas::add_escaped_locals(&mut self.out, &self.escaped_locals);
         if refers_to_undeclared_array(&self.out, all.len()) {
             // Defensive: an IR naming an array that does not exist would crash the checker.
             self.set_unsupported("internal inconsistency in the front end's pointer analysis");

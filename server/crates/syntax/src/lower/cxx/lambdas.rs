@@ -28,7 +28,7 @@
 //! argument (a `?:`, a return value, memory), a function object of a class template. A lambda
 //! or function object handed to a call that is not inlined (no body, or described by a library
 //! file) makes that call unknown code that may touch any array; a lambda used as a value
-//! "escapes": every later opaque statement that may synchronize may change the locals it
+//! "escapes": every opaque statement of the kernel that may synchronize may change the locals it
 //! captured by reference.
 
 use crate::collect::{declarator_name, FuncDef};
@@ -150,6 +150,40 @@ pub(crate) fn lambda_locals(l: &Lambda) -> Vec<LocalId> {
         }
     }
     out
+}
+
+/// Adds `locals` to every opaque statement that may synchronize (unknown code, which may call a
+/// lambda that escaped and change what it captured by reference).
+pub(crate) fn add_escaped_locals(b: &mut Block, locals: &[LocalId]) {
+    if locals.is_empty() {
+        return;
+    }
+    for s in b.iter_mut() {
+        match s {
+            Stmt::Opaque(o) if o.may_sync => {
+                for l in locals {
+                    if !o.locals.contains(l) {
+                        o.locals.push(*l);
+                    }
+                }
+            }
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                add_escaped_locals(then_branch, locals);
+                add_escaped_locals(else_branch, locals);
+            }
+            Stmt::Loop(l) => {
+                add_escaped_locals(&mut l.init, locals);
+                add_escaped_locals(&mut l.cond_effects, locals);
+                add_escaped_locals(&mut l.step, locals);
+                add_escaped_locals(&mut l.body, locals);
+            }
+            _ => {}
+        }
+    }
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
