@@ -63,6 +63,8 @@ pub(crate) struct Tables<'t> {
     /// their data members and methods, so that objects get one binding per member and method
     /// calls on them can be inlined.
     pub classes: HashMap<String, Option<ClassDef<'t>>>,
+    /// The syntax tree of each file (lambdas are found again by their byte range).
+    pub roots: Vec<Node<'t>>,
 }
 
 /// What a data member of a class holds.
@@ -302,6 +304,7 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         shared_structs: HashMap::new(),
         struct_layouts: HashMap::new(),
         classes: HashMap::new(),
+        roots: trees.iter().map(|t| t.root_node()).collect(),
     };
     // Out-of-line method definitions (`float Acc::get(int i) const { … }`): class name, method
     // name, definition; attached to their classes after the walk.
@@ -690,7 +693,15 @@ fn method_name<'t>(declarator: Node<'t>, text: &str) -> (Option<String>, bool) {
     };
     match d.kind() {
         "destructor_name" => (None, true),
-        "operator_name" => (None, false),
+        // A function object's `operator()` (called as `op(a, b)`, see `lower/cxx/lambdas.rs`);
+        // other operators are not modelled.
+        "operator_name" => {
+            let t: String = node_text(d, text)
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            ((t == "operator()").then_some(t), false)
+        }
         _ => (
             declarator_name(d).map(|n| node_text(n, text).to_string()),
             false,

@@ -1116,18 +1116,116 @@ __global__ void k(float *p) {
 }
 
 #[test]
-fn lambdas_are_opaque() {
+fn lambdas_are_inlined_with_their_captures() {
+    // `put` captures `v` by reference (it sees 2), `get` by value (a copy of 1, taken when it is
+    // made).
     check(
         r#"
 __global__ void k(int *a) {
   __shared__ int s[32];
-  auto put = [&](int i) { s[i] = 1; };
+  int v = 1;
+  auto put = [&](int i) { s[i] = v; };
+  auto get = [=](int i) { return s[i] + v; };
+  v = 2;
   put(threadIdx.x);
+  a[threadIdx.x] = get(threadIdx.x);
 }"#,
         "k",
         "
-        put := ?0
-        opaque(call through the variable `put` (lambda or function object); arrays=[a,s]; locals=[]; may_sync)
+        v := 1
+        get.v := v
+        v := 2
+        write#0 s[threadIdx.x] = v
+        read#1 s[threadIdx.x]
+        write#2 a[threadIdx.x] = (@1 + get.v)
+        ",
+    );
+}
+
+#[test]
+fn function_objects_inline_their_call_operator() {
+    check(
+        r#"
+struct Twice {
+  int k;
+  __device__ int operator()(int i) const { return k * i; }
+};
+template <class F> __device__ void each(int *a, F f) { a[f(threadIdx.x)] = 1; }
+__global__ void k(int *a) {
+  Twice t{2};
+  each(a, t);
+  each(a, [](int i) { return i + 1; });
+}"#,
+        "k",
+        "
+        t.k := 2
+        t.k := t.k
+        write#0 a[(t.k * threadIdx.x)] = 1
+        write#1 a[(threadIdx.x + 1)] = 1
+        ",
+    );
+}
+
+#[test]
+fn temporary_function_objects_and_lambdas_called_on_the_spot() {
+    check(
+        r#"
+struct Add {
+  __device__ int operator()(int a, int b) const { return a + b; }
+};
+__global__ void k(int *a) {
+  a[Add{}(threadIdx.x, 1)] = 1;
+  a[Add()(threadIdx.x, 2)] = 2;
+  [&](int i) { a[i] = 3; }(threadIdx.x + 3);
+}"#,
+        "k",
+        "
+        write#0 a[(threadIdx.x + 1)] = 1
+        write#1 a[(threadIdx.x + 2)] = 2
+        write#2 a[(threadIdx.x + 3)] = 3
+        ",
+    );
+}
+
+#[test]
+fn lambdas_copy_pointers_captured_by_value() {
+    // `[=]` copies `p` (its offset) when the lambda is made; what a pointer variable points to
+    // is one set for the whole kernel, so both writes may go to `s` or `t` (opaque, as for `p`
+    // itself).
+    check(
+        r#"
+__global__ void k(float *a) {
+  __shared__ float s[64];
+  __shared__ float t[64];
+  float *p = s;
+  auto put = [=](int i) { p[i] = 1; };
+  auto ref = [&](int i) { p[i] = 2; };
+  p = t;
+  put(threadIdx.x);
+  ref(threadIdx.x);
+}"#,
+        "k",
+        "
+        p.offset := 0
+        put.p.offset := p.offset
+        p.offset := 0
+        opaque(write through a pointer that may point into different arrays; arrays=[s,t]; locals=[])
+        opaque(write through a pointer that may point into different arrays; arrays=[s,t]; locals=[])
+        ",
+    );
+}
+
+#[test]
+fn callable_kernel_parameters_stay_opaque() {
+    check(
+        r#"
+template <class F>
+__global__ void k(F f, int *a) {
+  f(threadIdx.x);
+}"#,
+        "k",
+        "
+        opaque(call through the variable `f` (lambda or function object); arrays=[a]; locals=[]; may_sync)
         ",
     );
 }

@@ -226,11 +226,15 @@ impl<'a, 't> Lowerer<'a, 't> {
                 }
             }
             _ => {
-                let vals = self.lower_args(&args);
-                let mut arrays = Self::arrays_of_vals(&vals);
-                let (oa, ol) = self.objects_in_args(&args);
-                arrays.extend(oa);
-                self.opaque("call through a function pointer", span, arrays, ol, true);
+                // A lambda called on the spot, a temporary function object.
+                if let Some(v) = self.callable_expr_call(f, n, &args, want_place) {
+                    return v;
+                }
+                // It may call any function (or a lambda stored somewhere): any array.
+                self.lower_args(&args);
+                let (_, ol) = self.objects_in_args(&args);
+                let all = vec![ALL_ARRAYS];
+                self.opaque("call through a function pointer", span, all, ol, true);
                 Val::S(self.unknown("result of an indirect call", span, false))
             }
         }
@@ -371,8 +375,12 @@ impl<'a, 't> Lowerer<'a, 't> {
             let p = self.array_ptr(id, span);
             return Val::P(p);
         }
-        // A call through a variable (a lambda, a functor): its body is not modelled and may touch
-        // any array it captured.
+        // A call through a lambda or function object: inlined (cxx/lambdas.rs).
+        if let Some(v) = self.callable_variable_call(name, n, args, want_place) {
+            return v;
+        }
+        // A call through another variable (a callable parameter of the kernel): its body is
+        // not known; it may touch any array and synchronize.
         if matches!(
             self.lookup(name),
             Some(
@@ -381,6 +389,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     | Binding::Private
                     | Binding::Ptr(_)
                     | Binding::Object(_)
+                    | Binding::Cell(_)
             )
         ) {
             self.lower_args(args);
@@ -544,6 +553,8 @@ impl<'a, 't> Lowerer<'a, 't> {
         want_place: bool,
     ) -> Val {
         let span = self.span(call);
+        // The captures of a lambda being inlined (see cxx/lambdas.rs).
+        let env = self.lambda_env.take();
         let key = (def.file, def.node.start_byte());
         if self.frames.iter().any(|f| f.key == key) {
             let what = if this.is_some() {
@@ -565,11 +576,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         };
         let def_text = self.tab.texts[def.file.0 as usize].clone();
         // Parameter declarations of the callee.
-        let params: Vec<Node<'t>> = def
-            .node
-            .child_by_field_name("declarator")
-            .and_then(function_declarator)
-            .and_then(|f| f.child_by_field_name("parameters"))
+        let params: Vec<Node<'t>> = cxx::lambdas::params_of(def.node)
             .map(|p| {
                 let mut c = p.walk();
                 let v: Vec<Node<'t>> = p
@@ -592,20 +599,35 @@ impl<'a, 't> Lowerer<'a, 't> {
                 .child_by_field_name("type")
                 .and_then(|t| self.class_of(node_text(t, &def_text)))
                 .filter(|_| shape == Shape::Scalar);
-            let av = match args.get(i) {
-                Some(a) if shape == Shape::Reference => ArgVal::Ref(self.reference_binding(*a)),
-                Some(a) if class.is_some() => match self.object_expr(*a) {
+            // A lambda or a function object: the parameter names it.
+            let callable = match args
+                .get(i)
+                .and_then(|a| self.callable_arg(*a, shape == Shape::Reference))
+            {
+                // An object whose address the callee takes: not modelled (see below).
+                Some(Binding::Object(_)) if addressed_names(body, &def_text).contains(&pname) => {
+                    None
+                }
+                c => c,
+            };
+            let av = match (callable, args.get(i)) {
+                (Some(b), _) => ArgVal::Ref(b),
+                (None, Some(a)) if shape == Shape::Reference => {
+                    ArgVal::Ref(self.reference_binding(*a))
+                }
+                (None, Some(a)) if class.is_some() => match self.object_expr(*a) {
                     Some(o) => ArgVal::Obj(o),
                     None => ArgVal::V(self.expr(*a)),
                 },
-                Some(a) => ArgVal::V(self.expr(*a)),
-                None => ArgVal::Default,
+                (None, Some(a)) => ArgVal::V(self.expr(*a)),
+                (None, None) => ArgVal::Default,
             };
             bound.push((pname, *p, shape, av));
         }
         for a in args.iter().skip(params.len()) {
             self.expr_discard(*a); // variadic extras
         }
+        let targ_classes = self.template_arg_classes(targs.as_ref());
         let targ_vals: Vec<Option<Expr>> = targs
             .unwrap_or_default()
             .iter()
@@ -641,6 +663,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             .node
             .child_by_field_name("type")
             .map(|t| node_text(t, &def_text).to_string())
+            .or_else(|| cxx::lambdas::lambda_return_type(def.node, &def_text))
             .unwrap_or_default();
         let returns_ptr = def.node.child_by_field_name("declarator").is_some_and(|d| {
             d.kind() == "pointer_declarator" || d.kind() == "reference_declarator"
@@ -675,6 +698,12 @@ impl<'a, 't> Lowerer<'a, 't> {
             ret_place: None,
         });
         self.push_scope();
+        for (n, b) in env.into_iter().flatten() {
+            self.bind(&n, b);
+        }
+        if let Some(tp) = def.template_params {
+            self.bind_type_params(tp, &targ_classes, true);
+        }
         // Template parameters.
         if let Some(tp) = def.template_params {
             let mut c = tp.walk();
@@ -792,6 +821,19 @@ impl<'a, 't> Lowerer<'a, 't> {
                     }
                     self.bind(&pname, Binding::Ptr(slot));
                 }
+                // A pointer passed to a parameter of a deduced type (`auto p` of a generic
+                // lambda, `T p`): a pointer variable.
+                (Shape::Scalar, ArgVal::V(Val::P(pv)))
+                    if types::is_auto(&ty_text)
+                        || types::scalar_type(&ty_text) == ScalarType::Other =>
+                {
+                    let key = (
+                        def.file,
+                        decl.map(|d| d.start_byte()).unwrap_or(p.start_byte()),
+                    );
+                    let slot = self.new_slot(key, pv.base, pv.off, pv.elem_size, &pname);
+                    self.bind(&pname, Binding::Ptr(slot));
+                }
                 (_, ArgVal::V(v)) => {
                     let e = self.scalar_of(v, pspan);
                     let reassigned = self
@@ -861,6 +903,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
         self.block_items(body);
         let frame = self.frames.pop();
+        self.drop_type_params();
         self.scopes.truncate(scope_base.max(1));
         self.src = saved_src;
         let Some(frame) = frame else { return Val::Void };

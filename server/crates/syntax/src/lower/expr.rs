@@ -393,7 +393,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                 }
                 Val::S(self.unknown("initializer list", span, false))
             }
-            "lambda_expression" => Val::S(self.unknown("lambda", span, false)),
+            "lambda_expression" => {
+                self.lambda_escapes(n);
+                Val::S(self.unknown("lambda", span, false))
+            }
             "this" => Val::S(self.unknown("this", span, false)),
             "compound_literal_expression" => Val::S(self.unknown("compound literal", span, false)),
             "gnu_asm_expression" => {
@@ -478,6 +481,11 @@ impl<'a, 't> Lowerer<'a, 't> {
             Some(Binding::Group(g)) => Val::Group(g),
             Some(Binding::Object(_)) => {
                 Val::S(self.unknown(format!("value of the object `{name}`"), span, false))
+            }
+            Some(Binding::Lambda(l)) => {
+                let locals = cxx::lambdas::lambda_locals(&l);
+                self.escaped_locals.extend(locals);
+                Val::S(self.unknown(format!("value of the lambda `{name}`"), span, false))
             }
             None => match name.as_str() {
                 "warpSize" => Val::S(Expr::Builtin(Builtin::WarpSize)),
@@ -1105,6 +1113,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                 Some(Binding::Object(o)) => {
                     arrays.extend(self.object_arrays(&o));
                     locals.extend(o.locals());
+                }
+                Some(Binding::Lambda(l)) => {
+                    arrays.push(ALL_ARRAYS);
+                    locals.extend(cxx::lambdas::lambda_locals(&l));
                 }
                 _ => {}
             }

@@ -30,6 +30,14 @@ impl<'a, 't> Lowerer<'a, 't> {
         args: &[Node],
     ) -> Val {
         let span = self.span(n);
+        // A lambda handed to it may be called by it: unknown code (cxx/lambdas.rs).
+        if args.iter().any(|a| self.is_lambda_arg(*a)) {
+            self.lower_args_public(args);
+            let (_, ol) = self.objects_in_args(args);
+            let why = format!("call to `{name}` with a lambda argument, which its library description (`{}`) does not cover", model.library);
+            self.opaque(why, span, vec![ALL_ARRAYS], ol, true);
+            return Val::S(self.unknown(format!("result of `{name}`"), span, false));
+        }
         // An overload the description does not fit (fewer arguments than it speaks of): an
         // unknown call, but one that synchronizes only if the description says so.
         let fits = model.effects.iter().all(|e| {

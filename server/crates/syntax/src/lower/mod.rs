@@ -2,6 +2,7 @@
 //! kernel set-up. Statements, expressions, pointers and calls live in the submodules.
 
 mod calls;
+mod cxx;
 mod expr;
 mod library_calls;
 mod objects;
@@ -328,6 +329,8 @@ pub(crate) enum Binding {
     /// An object of a class defined in the file: one binding per data member (see
     /// `objects.rs`). Inside an inlined method, `this` is bound to the object.
     Object(Rc<Object>),
+    /// A lambda: its expression and its captures (see `cxx/lambdas.rs`).
+    Lambda(Rc<cxx::lambdas::Lambda>),
 }
 
 /// A lowered expression's value.
@@ -409,6 +412,15 @@ pub(crate) struct Lowerer<'a, 't> {
     pub tickets: Vec<(UnknownId, ArrayId)>,
     /// Fallback macros of the library that were expanded: name → library.
     pub fallback_macros: std::collections::BTreeMap<String, String>,
+    /// The captures of the lambda `inline` is about to inline (set by `call_lambda`).
+    pub lambda_env: Option<Vec<(String, Binding)>>,
+    /// Locals that lambdas used as values (stored, chosen with `?:`) may change when they are
+    /// called by code the front end does not follow: every opaque statement of the kernel that
+    /// may synchronize (unknown code) may change them (added at the end).
+    pub escaped_locals: Vec<LocalId>,
+    /// Template type parameters bound to classes of the file: (frame depth, parameter, class)
+    /// (see `cxx/type_params.rs`).
+    pub type_params: Vec<(usize, String, String)>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -456,6 +468,9 @@ impl<'a, 't> Lowerer<'a, 't> {
             atomic_signs: HashMap::new(),
             tickets: Vec::new(),
             fallback_macros: std::collections::BTreeMap::new(),
+            lambda_env: None,
+            escaped_locals: Vec::new(),
+            type_params: Vec::new(),
         }
     }
 
@@ -932,6 +947,11 @@ impl<'a, 't> Lowerer<'a, 't> {
                 });
                 self.bind(&pname, Binding::Value(Expr::Param(id)));
             }
+            // Type parameters fixed to a class of the file (cxx/type_params.rs).
+            if let Some(f) = &fixed {
+                let classes: Vec<Option<String>> = f.iter().map(|a| self.class_of(a)).collect();
+                self.bind_type_params(tp, &classes, false);
+            }
         }
         self.push_scope();
         self.block_items(body);
@@ -1124,6 +1144,9 @@ impl<'a, 't> Lowerer<'a, 't> {
     fn finish(mut self) -> Kernel {
         let all: Vec<ArrayId> = (0..self.k.arrays.len() as u32).map(ArrayId).collect();
         fix_all_arrays(&mut self.out, &all);
+        // Unknown code may call a lambda that escaped (cxx/lambdas.rs), in a loop even before
+        // the lambda is made.
+        cxx::lambdas::add_escaped_locals(&mut self.out, &self.escaped_locals);
         if refers_to_undeclared_array(&self.out, all.len()) {
             // Defensive: an IR naming an array that does not exist would crash the checker.
             self.set_unsupported("internal inconsistency in the front end's pointer analysis");

@@ -9,6 +9,9 @@
 //! Constructors whose body is empty are inlined too (their member initializers); a
 //! reference-returning method used as an lvalue (`obj.at(i) = v`) denotes the place it returns.
 //!
+//! A function object's `operator()` is a method like the others (`op(a, b)` inlines it, see
+//! `cxx/lambdas.rs`).
+//!
 //! What is not modelled stays opaque, as before: virtual methods, member templates, operators,
 //! overloads of the same arity, constructors with statements, destructors, classes with base
 //! classes, class templates, members the front end cannot bind.
@@ -108,6 +111,8 @@ impl<'a, 't> Lowerer<'a, 't> {
             Some(m) if m.params.is_none() => m.body.trim().to_string(),
             _ => name.to_string(),
         };
+        // A template type parameter bound to a class (cxx/type_params.rs).
+        let name = self.type_param_class(&name).unwrap_or(name);
         match self.tab.classes.get(&name) {
             Some(Some(c)) if c.unmodelled.is_none() => Some(name),
             _ => None,
@@ -836,6 +841,12 @@ impl<'a, 't> Lowerer<'a, 't> {
         let mut arrays = Vec::new();
         let mut locals = Vec::new();
         for a in args {
+            // A lambda may touch any array and change what it captured by reference.
+            if let Some((a, l)) = self.callable_reach(*a) {
+                arrays.extend(a);
+                locals.extend(l);
+                continue;
+            }
             let mut x = *a;
             // `&obj`
             if x.kind() == "pointer_expression" {

@@ -353,7 +353,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                     Some(Binding::Object(o)) => Place::Object(o),
                     Some(Binding::Private)
                     | Some(Binding::Group(_))
-                    | Some(Binding::PtrArray(_)) => Place::Private,
+                    | Some(Binding::PtrArray(_))
+                    | Some(Binding::Lambda(_)) => Place::Private,
                     Some(Binding::Value(_)) | None => {
                         // Assigned although not seen as assigned (e.g. through a macro): give it
                         // a local from here on. Names we do not know are thread-private.

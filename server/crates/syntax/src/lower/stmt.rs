@@ -782,6 +782,12 @@ impl<'a, 't> Lowerer<'a, 't> {
                 self.bind(&name, Binding::Array(id));
                 continue;
             }
+            // A lambda or a function object (see cxx/lambdas.rs).
+            if let (Shape::Scalar | Shape::Reference, Some(i)) = (shape, init) {
+                if self.declare_callable(&name, i, shape == Shape::Reference) {
+                    continue;
+                }
+            }
             match shape {
                 Shape::Pointer => {
                     let v = match init {

@@ -1,0 +1,7 @@
+//! Modern C++ in kernels (issue 15), one file per idea.
+//!
+//! - `lambdas.rs`: lambdas and function objects (`operator()`) are inlined at their calls.
+//! - `type_params.rs`: template type parameters bound to classes of the file (`reduce<Add>`).
+
+pub(crate) mod lambdas;
+pub(crate) mod type_params;
