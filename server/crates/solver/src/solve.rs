@@ -55,7 +55,13 @@ pub(crate) fn solve_cancellable(
         let timer = std::thread::Builder::new()
             .name("cudarace-solver-timer".into())
             .spawn_scoped(scope, move || {
-                if let Err(RecvTimeoutError::Timeout) = done_rx.recv_timeout(budget) {
+                let mut wait = budget;
+                // Z3 4.8.12 forgets an interrupt that arrives between two checks or while a
+                // check starts (the check resets the context's cancel flag), and that check
+                // then runs to its rlimit (minutes on nonlinear queries; seen in
+                // tests/pool_under_load.rs). So once the budget is spent the timer interrupts
+                // again every `REINTERRUPT` until the call is over.
+                while let Err(RecvTimeoutError::Timeout) = done_rx.recv_timeout(wait) {
                     let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
                     if !st.armed {
                         return;
@@ -64,6 +70,7 @@ pub(crate) fn solve_cancellable(
                     // The context outlives the scope (it belongs to this thread), and an
                     // interrupt that arrives after the check has finished is ignored by Z3.
                     ctx.interrupt();
+                    wait = REINTERRUPT;
                 }
             });
         if let Err(e) = timer {
@@ -89,6 +96,9 @@ pub(crate) fn solve_cancellable(
         }
     })
 }
+
+/// How often the timer interrupts a call again once its time budget is spent.
+const REINTERRUPT: Duration = Duration::from_millis(10);
 
 struct TimerState {
     /// False once the answer is known to be sat: an interrupt then would only make the model
