@@ -430,8 +430,11 @@ fn worker_loop(shared: Arc<Shared>, me: Arc<Worker>) {
         if let Some(stall) = job.stall {
             std::thread::sleep(stall);
         }
-        let mut answer = solve_cancellable(&job.query, &job.limits, &|| cancel.is_cancelled());
-        if cancel.is_cancelled() && matches!(answer, Answer::Unknown(_)) {
+        // A dropped pool cancels its running jobs too: their answers are no longer wanted, and
+        // the process may be waiting for this thread to leave Z3 (`wait_for_solver_threads`).
+        let stop = || cancel.is_cancelled() || shared.shutdown.load(Ordering::SeqCst);
+        let mut answer = solve_cancellable(&job.query, &job.limits, &stop);
+        if stop() && matches!(answer, Answer::Unknown(_)) {
             answer = Answer::Unknown("cancelled".to_string());
         }
 

@@ -294,6 +294,20 @@ fn child_exits_while_solving() {
     };
     let delay: u64 = delay.parse().unwrap_or(50);
     let raw = std::env::var_os("CUDARACE_STRESS_RAW_EXIT").is_some();
+    if delay == 0 {
+        // A file without kernels: the process ends while the workers may still be creating
+        // their Z3 contexts (the SIGABRT of issue 14: `exit` ran libz3's static destructors
+        // under two threads inside Z3_mk_context_rc; gdb on the core).
+        let pool = SolverPool::new(2);
+        // Somewhere within the time the contexts take to create (a few ms under load).
+        let micros = u64::from(std::process::id()).wrapping_mul(7919) % 4000;
+        std::thread::sleep(Duration::from_micros(micros));
+        drop(pool);
+        if raw {
+            std::process::exit(0);
+        }
+        cudarace_solver::exit_process(0, Duration::from_secs(2));
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let _burners = burn_cpu(2, &stop);
     let pool = SolverPool::with_grace(3, Duration::from_millis(2));
@@ -331,11 +345,12 @@ fn exiting_while_solving_does_not_crash() {
     if std::env::var_os("CUDARACE_STRESS_CHILD").is_some() {
         return;
     }
-    let runs = env_number("CUDARACE_STRESS_EXITS", 6);
+    let runs = env_number("CUDARACE_STRESS_EXITS", 12);
     let exe = std::env::current_exe().unwrap();
     let mut failures = Vec::new();
     for i in 0..runs {
-        let delay = 5 + (i * 37) % 200;
+        // Every other run exits right after starting the pool.
+        let delay = if i % 2 == 0 { 0 } else { 5 + (i * 37) % 200 };
         let out = std::process::Command::new(&exe)
             .args(["--exact", "child_exits_while_solving", "--nocapture"])
             .env("CUDARACE_STRESS_CHILD", delay.to_string())
