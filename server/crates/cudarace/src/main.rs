@@ -43,11 +43,11 @@ const SOLVER_EXIT_WAIT: Duration = Duration::from_secs(2);
 fn main() {
     // clap exits with 2 on usage errors and 0 for --help/--version.
     let cli = Cli::parse();
+    // A crash (a panic, or an abort in Z3) names the file and kernel being checked.
+    cudarace_analysis::install_crash_reports();
     let code = match cli.command {
         Command::Check(args) => {
             init_logging(cli.log_level.as_deref());
-            // A crash (a panic, or an abort in Z3) names the file and kernel being checked.
-            cudarace_analysis::install_crash_reports();
             check(args)
         }
         // The server sets up its own logging (its level follows the editor's settings); it reads
