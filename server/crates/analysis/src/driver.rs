@@ -3,6 +3,7 @@
 //! makes that kernel `unsupported` ("internal error: …"); the other kernels go on.
 
 use crate::config::{kernel_check_options, Config};
+use crate::crash;
 use crate::report::FileReport;
 use crate::suppress;
 use cudarace_check::{finish_kernel, plan_kernel, CheckOptions};
@@ -59,6 +60,7 @@ pub fn analyze_source(
     opts: &Options,
     pool: &SolverPool,
 ) -> FileReport {
+    let _checking = crash::checking_file(path);
     let ir = match guarded(|| lower_source(path, text, &opts.frontend)) {
         Ok(ir) => ir,
         Err(message) => {
@@ -107,8 +109,12 @@ pub fn analyze_kernel(
     let started = Instant::now();
     let elapsed_ms = || started.elapsed().as_secs_f64() * 1000.0;
     let _span = tracing::debug_span!("kernel", name = %kernel.name).entered();
+    let _checking = crash::checking_kernel(&kernel.name);
     let check = kernel_check_options(opts, kernel);
-    let plan = match guarded(|| plan_kernel(ir, kernel, &check)) {
+    let plan = match guarded(|| {
+        crash::debug_crash(&kernel.name);
+        plan_kernel(ir, kernel, &check)
+    }) {
         Ok(plan) => plan,
         Err(message) => return internal_error(kernel, message, elapsed_ms(), 0),
     };

@@ -2,12 +2,14 @@
 //! isolation of internal errors) and the renderers of those reports (human, JSON, SARIF).
 
 pub mod config;
+mod crash;
 mod driver;
 pub mod render;
 mod report;
 pub mod suppress;
 
 pub use config::{kernel_check_options, Config, ConfigError, Level, CONFIG_FILE_NAME};
+pub use crash::install_crash_reports;
 pub use driver::{
     analyze_ir, analyze_kernel, analyze_path, analyze_source, collect_paths, decode_text,
     read_source, Budget, Options, DEFAULT_KERNEL_TIME, DEFAULT_MAX_FILE_BYTES,
@@ -18,5 +20,5 @@ pub use report::{FileReport, Summary};
 pub use cudarace_check::assumptions::AssumptionSwitches;
 pub use cudarace_check::CheckOptions;
 pub use cudarace_ir as ir;
-pub use cudarace_solver::{Limits, SolverPool};
+pub use cudarace_solver::{exit_process, Limits, SolverPool};
 pub use cudarace_syntax::FrontendOptions;

@@ -1232,6 +1232,9 @@ fn run_file(bin: &Path, dir: &Path, file: &str, timeout: Duration) -> FileRecord
         .args(["check", "--format", "json"])
         .arg(file)
         .current_dir(dir)
+        // glibc writes its fatal errors (heap corruption found by malloc, then SIGABRT) to the
+        // terminal, not to stderr, unless this is set: the crash list would show no message.
+        .env("LIBC_FATAL_STDERR_", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

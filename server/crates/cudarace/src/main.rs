@@ -6,13 +6,14 @@ use args::{CheckArgs, Cli, ColorChoice, Command, Format};
 use clap::Parser;
 use cudarace_analysis::config::set_timeout;
 use cudarace_analysis::render::{self, HumanOptions};
-use cudarace_analysis::{analyze_path, collect_paths, Config, FileReport, Options, SolverPool};
+use cudarace_analysis::{
+    analyze_path, collect_paths, exit_process, Config, FileReport, Options, SolverPool,
+};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,10 +37,15 @@ const EXIT_FINDINGS: u8 = 1;
 /// Usage or I/O error.
 const EXIT_USAGE: u8 = 2;
 
-fn main() -> ExitCode {
+/// How long the end of the process waits for solver threads still inside Z3 (interrupted).
+const SOLVER_EXIT_WAIT: Duration = Duration::from_secs(2);
+
+fn main() {
     // clap exits with 2 on usage errors and 0 for --help/--version.
     let cli = Cli::parse();
-    match cli.command {
+    // A crash (a panic, or an abort in Z3) names the file and kernel being checked.
+    cudarace_analysis::install_crash_reports();
+    let code = match cli.command {
         Command::Check(args) => {
             init_logging(cli.log_level.as_deref());
             check(args)
@@ -53,15 +59,18 @@ fn main() -> ExitCode {
             }
             lsp()
         }
-    }
+    };
+    // Not a plain return from `main`: the process must not run libz3's static destructors while
+    // a solver thread is still inside Z3 (issue 14: SIGABRT at exit under load).
+    exit_process(code.into(), SOLVER_EXIT_WAIT)
 }
 
-fn lsp() -> ExitCode {
+fn lsp() -> u8 {
     match cudarace_lsp::run_stdio() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => EXIT_CLEAN,
         Err(e) => {
             eprintln!("cudarace: error: {e:#}");
-            ExitCode::from(EXIT_USAGE)
+            EXIT_USAGE
         }
     }
 }
@@ -164,7 +173,7 @@ fn render_config_error(e: &cudarace_analysis::ConfigError, color: bool) -> Strin
     render::config_error(e, &HumanOptions { color })
 }
 
-fn check(args: CheckArgs) -> ExitCode {
+fn check(args: CheckArgs) -> u8 {
     let stderr_color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let stderr_color = match args.color {
         ColorChoice::Always => true,
@@ -175,14 +184,14 @@ fn check(args: CheckArgs) -> ExitCode {
         Ok(paths) => paths,
         Err(e) => {
             eprintln!("cudarace: error: {e}");
-            return ExitCode::from(EXIT_USAGE);
+            return EXIT_USAGE;
         }
     };
     let mut configs = match Configs::new(&args, stderr_color) {
         Ok(c) => c,
         Err(rendered) => {
             eprint!("{rendered}");
-            return ExitCode::from(EXIT_USAGE);
+            return EXIT_USAGE;
         }
     };
     // Each file with its configuration; files found in folders may be excluded by it (files
@@ -193,7 +202,7 @@ fn check(args: CheckArgs) -> ExitCode {
             Ok(c) => c,
             Err(rendered) => {
                 eprint!("{rendered}");
-                return ExitCode::from(EXIT_USAGE);
+                return EXIT_USAGE;
             }
         };
         let named = args.paths.iter().any(|p| p == &path);
@@ -205,7 +214,7 @@ fn check(args: CheckArgs) -> ExitCode {
     }
     if work.is_empty() {
         eprintln!("cudarace: error: no CUDA files (.cu, .cuh) under the given paths");
-        return ExitCode::from(EXIT_USAGE);
+        return EXIT_USAGE;
     }
     let workers = args.jobs.map(|j| j as usize).unwrap_or_else(|| {
         std::thread::available_parallelism()
@@ -214,6 +223,9 @@ fn check(args: CheckArgs) -> ExitCode {
     });
     let pool = SolverPool::new(workers);
     let reports = check_files(&args, &work, &pool);
+    // Interrupts what is still running (queries of a kernel whose time budget ran out, workers
+    // abandoned by the watchdog); `main` waits for them before the process exits.
+    drop(pool);
 
     let output = match args.format {
         Format::Human => {
@@ -239,22 +251,22 @@ fn check(args: CheckArgs) -> ExitCode {
     {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("cudarace: error: writing the report: {e}");
-            return ExitCode::from(EXIT_USAGE);
+            return EXIT_USAGE;
         }
     }
 
     if let Some(name) = &args.kernel {
         if reports.iter().all(|r| r.kernels.is_empty()) {
             eprintln!("cudarace: error: no kernel named `{name}` in the checked files");
-            return ExitCode::from(EXIT_USAGE);
+            return EXIT_USAGE;
         }
     }
     let fail_on = args.fail_on.map(|f| f.level());
     let failed = reports.iter().any(|r| r.fails(r.fail_on(fail_on)));
     if failed && !args.exit_zero {
-        ExitCode::from(EXIT_FINDINGS)
+        EXIT_FINDINGS
     } else {
-        ExitCode::from(EXIT_CLEAN)
+        EXIT_CLEAN
     }
 }
 

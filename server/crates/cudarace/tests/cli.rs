@@ -442,3 +442,49 @@ fn lsp_session(args: &[&str]) -> String {
     assert!(status.success(), "{status:?}: {out}");
     stderr
 }
+
+fn run_with_crash(spec: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cudarace"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("CUDARACE_LOG")
+        .env("NO_COLOR", "1")
+        .env("CUDARACE_DEBUG_CRASH", spec)
+        .output()
+        .expect("the cudarace binary runs")
+}
+
+#[test]
+fn a_panic_in_a_kernel_names_the_file_and_the_kernel() {
+    let out = run_with_crash("panic:stage", &["check", "tests/data/racy.cu"]);
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "cudarace: the panic above happened while checking tests/data/racy.cu, kernel `stage`"
+        ),
+        "{err}"
+    );
+    // The panic is caught: the kernel is unsupported, the other one is still checked.
+    assert_eq!(code(&out), 1, "{err}");
+    let text = stdout(&out);
+    assert!(
+        text.contains("internal error: CUDARACE_DEBUG_CRASH in `stage`"),
+        "{text}"
+    );
+    assert!(text.contains("kernel `shift`"), "{text}");
+}
+
+#[test]
+fn an_abort_in_a_kernel_names_the_file_and_the_kernel() {
+    use std::os::unix::process::ExitStatusExt;
+    let out = run_with_crash(
+        "abort:shift",
+        &["check", "tests/data/clean.cu", "tests/data/racy.cu"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.signal(), Some(6), "{:?}: {err}", out.status);
+    assert!(
+        err.contains("cudarace: SIGABRT while checking tests/data/racy.cu, kernel `shift`"),
+        "{err}"
+    );
+}

@@ -10,6 +10,6 @@ mod pool;
 mod solve;
 pub mod term;
 
-pub use pool::{CancelToken, SolverPool, GRACE};
+pub use pool::{exit_process, wait_for_solver_threads, CancelToken, SolverPool, GRACE};
 pub use solve::solve;
 pub use term::*;

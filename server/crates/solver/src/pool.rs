@@ -153,7 +153,10 @@ struct Worker {
 struct Shared {
     queue: Mutex<VecDeque<Job>>,
     available: Condvar,
+    /// Set under the queue's lock.
     shutdown: AtomicBool,
+    /// Workers waiting for a job; changed under the queue's lock.
+    parked: AtomicUsize,
     workers: Mutex<Vec<Arc<Worker>>>,
     /// Workers that are alive and not abandoned.
     live: AtomicUsize,
@@ -161,6 +164,8 @@ struct Shared {
     abandoned: AtomicUsize,
     watchdog_wake: Condvar,
     watchdog_lock: Mutex<()>,
+    /// How long past its timeout a job may run before its worker is given up on.
+    grace: Duration,
 }
 
 /// N solver threads, each with its own Z3 context, fed from one FIFO job queue.
@@ -171,15 +176,23 @@ pub struct SolverPool {
 impl SolverPool {
     /// Starts `workers` solver threads (at least one) and the watchdog.
     pub fn new(workers: usize) -> SolverPool {
+        SolverPool::with_grace(workers, GRACE)
+    }
+
+    /// [`SolverPool::new`] with another grace period than [`GRACE`] (stress tests use a short
+    /// one so that workers get abandoned often).
+    pub fn with_grace(workers: usize, grace: Duration) -> SolverPool {
         let shared = Arc::new(Shared {
             queue: Mutex::new(VecDeque::new()),
             available: Condvar::new(),
             shutdown: AtomicBool::new(false),
+            parked: AtomicUsize::new(0),
             workers: Mutex::new(Vec::new()),
             live: AtomicUsize::new(0),
             abandoned: AtomicUsize::new(0),
             watchdog_wake: Condvar::new(),
             watchdog_lock: Mutex::new(()),
+            grace,
         });
         for _ in 0..workers.max(1) {
             spawn_worker(&shared);
@@ -249,16 +262,98 @@ impl SolverPool {
 
 impl Drop for SolverPool {
     fn drop(&mut self) {
-        self.shared.shutdown.store(true, Ordering::SeqCst);
-        // Jobs still queued get an answer so that no receiver waits forever.
-        let pending: Vec<Job> = lock(&self.shared.queue).drain(..).collect();
+        let pending: Vec<Job> = {
+            let mut queue = lock(&self.shared.queue);
+            self.shared.shutdown.store(true, Ordering::SeqCst);
+            // Parked workers wake up to exit, which deletes their Z3 context: busy again, counted
+            // here under the queue's lock so that `wait_for_solver_threads` cannot miss them.
+            busy(self.shared.parked.load(Ordering::SeqCst) as isize);
+            // Jobs still queued get an answer so that no receiver waits forever.
+            queue.drain(..).collect()
+        };
         for job in pending {
             job.reply.send(Answer::Unknown("cancelled".to_string()));
+        }
+        // Running jobs are interrupted: nobody waits for them any more, and the sooner their
+        // workers leave Z3 the sooner the process may exit (see `wait_for_solver_threads`).
+        for w in lock(&self.shared.workers).iter() {
+            if let Some(r) = lock(&w.running).as_ref() {
+                r.ctx.interrupt();
+            }
         }
         self.shared.available.notify_all();
         self.shared.watchdog_wake.notify_all();
         // Threads are not joined: a worker may be inside a long Z3 call; it exits on its own.
     }
+}
+
+/// Solver threads (of every pool, abandoned ones included) that may be inside Z3: all but
+/// those waiting for a job. A thread counts from its start until its Z3 context has been
+/// deleted, except while it waits.
+static BUSY: Mutex<usize> = Mutex::new(0);
+static BUSY_DONE: Condvar = Condvar::new();
+
+fn busy(change: isize) {
+    let mut busy = lock(&BUSY);
+    *busy = busy.saturating_add_signed(change);
+    if *busy == 0 {
+        BUSY_DONE.notify_all();
+    }
+}
+
+/// Counts the current thread in [`BUSY`] until its thread-local storage is destroyed.
+struct Counted;
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        busy(-1);
+    }
+}
+
+thread_local! {
+    /// Counted busy by `spawn_worker` (before the thread exists, so that no waiter misses it).
+    static COUNTED: Counted = const { Counted };
+}
+
+/// Waits, at most `timeout`, until no solver thread of any pool may be inside Z3: the threads
+/// of dropped pools have finished (their running jobs were interrupted), the others wait for
+/// jobs. False if some thread is still busy then (a Z3 call that ignores its interrupt, which
+/// Z3 4.8.12 can do).
+///
+/// A process must not exit while a solver thread is inside Z3: `exit` runs the static
+/// destructors of libz3 and of the C++ runtime, which free state that the running thread still
+/// uses (Z3's timer thread pool, for one), and the process then dies by SIGABRT or SIGSEGV.
+/// [`exit_process`] waits with this and falls back to `_exit`.
+pub fn wait_for_solver_threads(timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    let mut busy = lock(&BUSY);
+    while *busy > 0 {
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        busy = BUSY_DONE
+            .wait_timeout(busy, deadline - now)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    true
+}
+
+/// Ends the process with `code` once the solver threads are done ([`wait_for_solver_threads`],
+/// at most `wait`). If some are still inside Z3 then, it flushes stdout and stderr and leaves
+/// with `_exit`, which runs no destructors, rather than `exit`, which would destroy libz3's
+/// static state under them.
+pub fn exit_process(code: i32, wait: Duration) -> ! {
+    use std::io::Write;
+    if wait_for_solver_threads(wait) {
+        std::process::exit(code);
+    }
+    tracing::warn!("a solver thread is still inside Z3; exiting without running destructors");
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: `_exit` only ends the process; everything written has been flushed.
+    unsafe { libc::_exit(code) }
 }
 
 fn receive(rx: Receiver<Answer>) -> Answer {
@@ -273,6 +368,7 @@ fn spawn_worker(shared: &Arc<Shared>) {
     });
     let (s, w) = (Arc::clone(shared), Arc::clone(&worker));
     shared.live.fetch_add(1, Ordering::SeqCst);
+    busy(1);
     match std::thread::Builder::new()
         .name("cudarace-solver".into())
         .stack_size(WORKER_STACK)
@@ -281,12 +377,17 @@ fn spawn_worker(shared: &Arc<Shared>) {
         Ok(_) => lock(&shared.workers).push(worker),
         Err(e) => {
             shared.live.fetch_sub(1, Ordering::SeqCst);
+            busy(-1);
             tracing::error!("could not start a solver thread: {e}");
         }
     }
 }
 
 fn worker_loop(shared: Arc<Shared>, me: Arc<Worker>) {
+    // The guard that counts this thread busy is initialized before the thread's Z3 context:
+    // thread-local destructors run in the reverse order of initialization, so the count drops
+    // only after the context has been deleted.
+    COUNTED.with(|_| ());
     let ctx = RawContext::of_current_thread();
     loop {
         let job = {
@@ -299,17 +400,25 @@ fn worker_loop(shared: Arc<Shared>, me: Arc<Worker>) {
                 if let Some(job) = queue.pop_front() {
                     break job;
                 }
+                // Parked: not inside Z3 (see `wait_for_solver_threads`).
+                shared.parked.fetch_add(1, Ordering::SeqCst);
+                busy(-1);
                 queue = shared
                     .available
                     .wait(queue)
                     .unwrap_or_else(|e| e.into_inner());
+                shared.parked.fetch_sub(1, Ordering::SeqCst);
+                // Woken to exit, this thread was counted busy again by the pool's `drop`.
+                if !shared.shutdown.load(Ordering::SeqCst) {
+                    busy(1);
+                }
             }
         };
         if !job.cancel.enter(ctx) {
             job.reply.send(Answer::Unknown("cancelled".to_string()));
             continue;
         }
-        let deadline = Instant::now() + Duration::from_millis(job.limits.timeout_ms) + GRACE;
+        let deadline = Instant::now() + Duration::from_millis(job.limits.timeout_ms) + shared.grace;
         *lock(&me.running) = Some(Running {
             deadline,
             reply: Arc::clone(&job.reply),
@@ -321,8 +430,11 @@ fn worker_loop(shared: Arc<Shared>, me: Arc<Worker>) {
         if let Some(stall) = job.stall {
             std::thread::sleep(stall);
         }
-        let mut answer = solve_cancellable(&job.query, &job.limits, &|| cancel.is_cancelled());
-        if cancel.is_cancelled() && matches!(answer, Answer::Unknown(_)) {
+        // A dropped pool cancels its running jobs too: their answers are no longer wanted, and
+        // the process may be waiting for this thread to leave Z3 (`wait_for_solver_threads`).
+        let stop = || cancel.is_cancelled() || shared.shutdown.load(Ordering::SeqCst);
+        let mut answer = solve_cancellable(&job.query, &job.limits, &stop);
+        if stop() && matches!(answer, Answer::Unknown(_)) {
             answer = Answer::Unknown("cancelled".to_string());
         }
 

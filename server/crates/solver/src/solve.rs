@@ -37,7 +37,7 @@ pub fn solve(query: &Query, limits: &Limits) -> Answer {
 pub(crate) fn solve_cancellable(
     query: &Query,
     limits: &Limits,
-    cancelled: &dyn Fn() -> bool,
+    cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Answer {
     // Z3 4.8.12 does not honour its own `timeout` in nonlinear arithmetic (NOTES.md: blocked for
     // 100 s with timeout=3000), but `Z3_interrupt` does stop such a check (tested in
@@ -55,15 +55,33 @@ pub(crate) fn solve_cancellable(
         let timer = std::thread::Builder::new()
             .name("cudarace-solver-timer".into())
             .spawn_scoped(scope, move || {
-                if let Err(RecvTimeoutError::Timeout) = done_rx.recv_timeout(budget) {
-                    let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
-                    if !st.armed {
+                let deadline = Instant::now() + budget;
+                // Z3 4.8.12 forgets an interrupt that arrives between two checks or while a
+                // check starts (the check resets the context's cancel flag), and that check
+                // then runs to its rlimit (minutes on nonlinear queries; seen in
+                // tests/pool_under_load.rs). So once the budget is spent or the call is
+                // cancelled, the timer interrupts again every `REINTERRUPT` until it is over.
+                loop {
+                    let out_of_time = Instant::now() >= deadline;
+                    let wait = if out_of_time || cancelled() {
+                        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+                        if !st.armed {
+                            return;
+                        }
+                        st.fired |= out_of_time;
+                        // The context outlives the scope (it belongs to this thread), and an
+                        // interrupt that arrives after the check has finished is ignored by Z3.
+                        ctx.interrupt();
+                        REINTERRUPT
+                    } else {
+                        deadline
+                            .saturating_duration_since(Instant::now())
+                            .min(REINTERRUPT)
+                    };
+                    if let Err(RecvTimeoutError::Disconnected) | Ok(()) = done_rx.recv_timeout(wait)
+                    {
                         return;
                     }
-                    st.fired = true;
-                    // The context outlives the scope (it belongs to this thread), and an
-                    // interrupt that arrives after the check has finished is ignored by Z3.
-                    ctx.interrupt();
                 }
             });
         if let Err(e) = timer {
@@ -89,6 +107,10 @@ pub(crate) fn solve_cancellable(
         }
     })
 }
+
+/// How often the timer interrupts a call again once its time budget is spent or it is
+/// cancelled, and how often it looks whether it is cancelled.
+const REINTERRUPT: Duration = Duration::from_millis(10);
 
 struct TimerState {
     /// False once the answer is known to be sat: an interrupt then would only make the model
@@ -441,9 +463,19 @@ fn sat_answer(solver: &Solver, enc: &Encoder, query: &Query) -> Answer {
     };
     let mut values = std::collections::BTreeMap::new();
     for name in &query.report {
+        // `eval` fails (None) only when the context was interrupted meanwhile: by a cancel,
+        // which does not go through the disarmed timer. A witness without its values would be
+        // wrong (tests/pool_under_load.rs saw `Sat({})` for `x + 1 == 1`), so it is no answer.
+        let interrupted = || Answer::Unknown("interrupted".to_string());
         let value = match enc.var(name) {
-            Some(Expr::Int(i)) => model.eval(i, true).and_then(|v| v.as_i64()),
-            Some(Expr::Bool(b)) => model.eval(b, true).and_then(|v| v.as_bool()).map(i64::from),
+            Some(Expr::Int(i)) => match model.eval(i, true) {
+                Some(v) => v.as_i64(),
+                None => return interrupted(),
+            },
+            Some(Expr::Bool(b)) => match model.eval(b, true) {
+                Some(v) => v.as_bool().map(i64::from),
+                None => return interrupted(),
+            },
             None => {
                 tracing::warn!("report variable `{name}` is not declared in the query");
                 None
