@@ -16,8 +16,10 @@
 //!   the file never launches is launched with one block (cross-block races need more); if it
 //!   reads no thread index or block size either, with one thread.
 //! - `leading-dimensions`: in an index `col + row * ld` where `col` is compared with a parameter
-//!   `n` (`if (col < n)`, `if (col >= n) return`) or is `x % n`, the leading dimension covers the row:
-//!   `ld >= n` (a pitch is at least the row length it is the pitch of).
+//!   `n` (`if (col < n)`, `if (col >= n) return`, also `n` moved by a constant: `if (col > n - 2)`)
+//!   or is `x % n`, the leading dimension covers the row: `ld >= n` (a pitch is at least the row
+//!   length it is the pitch of). The index may be built in a local first, and the leading
+//!   dimension may count smaller units than the index (`row * ld / 32 + col`: `ld / 32 >= n`).
 
 use crate::encode::Encoder;
 use crate::terms::*;
@@ -69,8 +71,9 @@ pub struct Assumption {
 pub enum Broken {
     /// `param.NAME >= min`.
     Param { name: String, min: i64 },
-    /// `param.LD >= param.N`: a leading dimension below the row length it covers.
-    LeadingDimension { ld: String, row: String },
+    /// `param.LD / scale >= param.N`: a leading dimension below the row length it covers
+    /// (`scale` > 1 when the index divides the product, as a leading dimension in bits does).
+    LeadingDimension { ld: String, scale: i64, row: String },
     /// An index into a pointer parameter is negative.
     NegativeIndex { array: String },
     /// An index into a shared array is outside its declared size.
@@ -93,7 +96,8 @@ impl Broken {
                     (m, _) => format!("{name} < {m}"),
                 }
             }
-            Broken::LeadingDimension { ld, row } => format!("{ld} < {row}"),
+            Broken::LeadingDimension { ld, scale: 1, row } => format!("{ld} < {row}"),
+            Broken::LeadingDimension { ld, scale, row } => format!("{ld} / {scale} < {row}"),
             Broken::NegativeIndex { array } => format!("the index into `{array}` is negative"),
             Broken::OutOfBounds { array, size } => {
                 format!("the index into `{array}` is outside its {size} elements")
@@ -457,12 +461,21 @@ pub fn leading_dimension_assumptions(
             .map(|p| p.name.clone()),
         _ => None,
     };
+    // A bound is a parameter, or a parameter moved by a constant (`if (ix > nx - 2) return`
+    // keeps `ix` below `nx - 1`: the row it indexes is `nx` long).
+    let bound_param = |e: &Expr| match strip_casts(e) {
+        Expr::Binary(BinOp::Add | BinOp::Sub, a, b) if matches!(strip_casts(b), Expr::Int(_)) => {
+            int_param(a)
+        }
+        Expr::Binary(BinOp::Add, a, b) if matches!(strip_casts(a), Expr::Int(_)) => int_param(b),
+        other => int_param(other),
+    };
     // (compared expression, bounding parameter), from every comparison of the kernel.
     let mut bounded: Vec<(Expr, String)> = Vec::new();
     walk_block(&kernel.body, &mut |e, _| {
         if let Expr::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, a, b) = e {
             for (x, y) in [(a, b), (b, a)] {
-                if let Some(n) = int_param(y) {
+                if let Some(n) = bound_param(y) {
                     let x = strip_casts(x);
                     if !matches!(x, Expr::Int(_) | Expr::Param(_)) {
                         bounded.push((x.clone(), n));
@@ -481,7 +494,31 @@ pub fn leading_dimension_assumptions(
             bounded.push((Expr::Local(l), n));
         }
     });
-    let mut pairs: Vec<(String, String)> = Vec::new();
+    // The row step of a product: `row * ld` (scale 1), `row * ld / c` and `row * (ld / c)` (a
+    // leading dimension counted in smaller units than the index, scale `c`).
+    let row_step = |prod: &Expr| -> Option<(String, i64)> {
+        let positive = |e: &Expr| match strip_casts(e) {
+            Expr::Int(c) if *c > 1 => i64::try_from(*c).ok(),
+            _ => None,
+        };
+        let scaled_param = |e: &Expr| match strip_casts(e) {
+            Expr::Binary(BinOp::Div, p, c) => Some((int_param(p)?, positive(c)?)),
+            other => Some((int_param(other)?, 1)),
+        };
+        match strip_casts(prod) {
+            Expr::Binary(BinOp::Mul, x, y) => scaled_param(x).or_else(|| scaled_param(y)),
+            Expr::Binary(BinOp::Div, m, c) => {
+                let Expr::Binary(BinOp::Mul, x, y) = strip_casts(m) else {
+                    return None;
+                };
+                let c = positive(c)?;
+                let ld = int_param(x).or_else(|| int_param(y))?;
+                Some((ld, c))
+            }
+            _ => None,
+        }
+    };
+    let mut pairs: Vec<(String, i64, String)> = Vec::new();
     let mut visit_index = |e: &Expr| {
         walk_expr(
             e,
@@ -490,21 +527,20 @@ pub fn leading_dimension_assumptions(
                     return;
                 };
                 for (col, prod) in [(a, b), (b, a)] {
-                    let Expr::Binary(BinOp::Mul, x, y) = strip_casts(prod) else {
-                        continue;
-                    };
-                    let Some(ld) = int_param(x).or_else(|| int_param(y)) else {
+                    let Some((ld, scale)) = row_step(prod) else {
                         continue;
                     };
                     let col = strip_casts(col);
-                    if let Some(n) = rem_bound(col) {
-                        if n != ld && !pairs.contains(&(ld.clone(), n.clone())) {
-                            pairs.push((ld.clone(), n));
-                        }
-                    }
-                    for (c, n) in &bounded {
-                        if c == col && *n != ld && !pairs.contains(&(ld.clone(), n.clone())) {
-                            pairs.push((ld.clone(), n.clone()));
+                    let rows = rem_bound(col).into_iter().chain(
+                        bounded
+                            .iter()
+                            .filter(|(c, _)| c == col)
+                            .map(|(_, n)| n.clone()),
+                    );
+                    for n in rows.collect::<Vec<_>>() {
+                        let pair = (ld.clone(), scale, n);
+                        if pair.2 != ld && !pairs.contains(&pair) {
+                            pairs.push(pair);
                         }
                     }
                 }
@@ -513,14 +549,16 @@ pub fn leading_dimension_assumptions(
         );
     };
     visit_accesses(&kernel.body, &mut visit_index);
+    // An index built in a local first (`int at = row * ldc + col; c[at] = …`).
+    assigned_values(&kernel.body, &mut |_, value| visit_index(value));
     pairs
         .into_iter()
-        .map(|(ld, row)| Assumption {
+        .map(|(ld, scale, row)| Assumption {
             term: le(
-                Term::Var(format!("param.{row}").into()),
+                mul(int(scale), Term::Var(format!("param.{row}").into())),
                 Term::Var(format!("param.{ld}").into()),
             ),
-            broken: Broken::LeadingDimension { ld, row },
+            broken: Broken::LeadingDimension { ld, scale, row },
         })
         .collect()
 }
