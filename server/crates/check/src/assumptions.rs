@@ -13,8 +13,8 @@
 //!   has non-negative coordinates (the pointer is the start of the buffer).
 //! - `shared-in-bounds`: the cell of a `__shared__` array with a declared size is inside it.
 //! - `single-block-without-launch`: a kernel that never reads `blockIdx` or `gridDim` and that
-//!   the file never launches is launched with one block (cross-block races need more); if it
-//!   reads no thread index or block size either, with one thread.
+//!   the file never launches is launched with one block (cross-block races need more); one that
+//!   reads no thread index or block size, with one thread per block.
 //! - `leading-dimensions`: in an index `col + row * ld` where `col` is compared with a parameter
 //!   `n` (`if (col < n)`, `if (col >= n) return`, also `n` moved by a constant: `if (col > n - 2)`)
 //!   or is `x % n`, the leading dimension covers the row: `ld >= n` (a pitch is at least the row
@@ -265,8 +265,9 @@ pub fn param_assumptions(
 }
 
 /// The launch assumptions of a kernel the file never launches: one block when it never reads
-/// `blockIdx`/`gridDim`, and one thread when it reads no thread index or block size either (a
-/// kernel written for one thread: every thread would do the same work).
+/// `blockIdx`/`gridDim`, and one thread per block when it reads no thread index or block size (a
+/// kernel written for one thread per block, `out[blockIdx.x] = …`: every thread of a block would
+/// do the same work).
 pub fn launch_assumptions(
     block_used: [bool; 3],
     grid_used: [bool; 3],
@@ -274,25 +275,25 @@ pub fn launch_assumptions(
     (block_fixed, grid_fixed): (bool, bool),
     switches: &AssumptionSwitches,
 ) -> Vec<Assumption> {
-    if !switches.single_block_without_launch || launched || grid_used.iter().any(|u| *u) {
+    if !switches.single_block_without_launch || launched {
         return vec![];
     }
+    let ones = |what: &str| {
+        and(["x", "y", "z"]
+            .iter()
+            .map(|d| eq(Term::Var(format!("{what}.{d}").into()), int(1)))
+            .collect())
+    };
     let mut out = Vec::new();
-    if !grid_fixed {
+    if !grid_fixed && !grid_used.iter().any(|u| *u) {
         out.push(Assumption {
-            term: and(["x", "y", "z"]
-                .iter()
-                .map(|d| eq(Term::Var(format!("gridDim.{d}").into()), int(1)))
-                .collect()),
+            term: ones("gridDim"),
             broken: Broken::SeveralBlocks,
         });
     }
     if !block_fixed && !block_used.iter().any(|u| *u) {
         out.push(Assumption {
-            term: and(["x", "y", "z"]
-                .iter()
-                .map(|d| eq(Term::Var(format!("blockDim.{d}").into()), int(1)))
-                .collect()),
+            term: ones("blockDim"),
             broken: Broken::SeveralThreads,
         });
     }
@@ -498,7 +499,7 @@ pub fn leading_dimension_assumptions(
     // leading dimension counted in smaller units than the index, scale `c`).
     let row_step = |prod: &Expr| -> Option<(String, i64)> {
         let positive = |e: &Expr| match strip_casts(e) {
-            Expr::Int(c) if *c > 1 => i64::try_from(*c).ok(),
+            Expr::Int(c) if *c > 1 => Some(*c),
             _ => None,
         };
         let scaled_param = |e: &Expr| match strip_casts(e) {

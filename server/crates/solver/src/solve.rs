@@ -341,21 +341,44 @@ fn solve_levels(
                 continue;
             }
         };
-        if assumptions_inconsistent || satisfies_all(&plain, assumptions) {
+        if satisfies_all(&plain, assumptions) {
             timer.disarm();
             return sat_answer(&plain, enc, query);
         }
         let plain_answer = sat_answer(&plain, enc, query);
+        let (mut kept, broken) = split_by_model(&plain, assumptions);
         drop(plain);
-        match check(&[assumptions], extra_share) {
-            Ok(CheckResult::Sat(solver)) => {
-                timer.disarm();
-                return sat_answer(&solver, enc, query);
+        if !assumptions_inconsistent {
+            match check(&[assumptions], extra_share) {
+                Ok(CheckResult::Sat(solver)) => {
+                    timer.disarm();
+                    return sat_answer(&solver, enc, query);
+                }
+                Ok(CheckResult::Unsat) => {}
+                // Not decided whether a plausible witness exists: the model found is still a
+                // witness (the caller reports the assumptions it breaks).
+                Ok(CheckResult::Unknown(_)) | Err(_) => return plain_answer,
             }
-            // Not decided whether a plausible witness exists: the model found is still a
-            // witness (the caller reports the assumptions it breaks).
-            Ok(_) | Err(_) => return plain_answer,
         }
+        // No plausible witness: the caller reports the assumptions the witness breaks as the
+        // race's condition. Keep as many as the solver can, one more at a time (few are
+        // broken), so that the condition names only what the race needs ("only if ldc < n",
+        // not also an unrelated "n < 1" the first model happened to pick).
+        let mut best = plain_answer;
+        for a in broken {
+            let mut with = kept.clone();
+            with.push(a);
+            match check(&[&with], extra_share) {
+                Ok(CheckResult::Sat(solver)) => {
+                    best = sat_answer(&solver, enc, query);
+                    kept = with;
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        timer.disarm();
+        return best;
     }
     if cancelled() {
         return Answer::Unknown("cancelled".to_string());
@@ -370,6 +393,17 @@ enum CheckResult {
     Sat(Solver),
     Unsat,
     Unknown(String),
+}
+
+/// The assumptions the solver's model makes true, and the others (model completion on).
+fn split_by_model(solver: &Solver, assumptions: &[Bool]) -> (Vec<Bool>, Vec<Bool>) {
+    let Some(model) = solver.get_model() else {
+        return (vec![], assumptions.to_vec());
+    };
+    assumptions
+        .iter()
+        .cloned()
+        .partition(|a| model.eval(a, true).and_then(|v| v.as_bool()) == Some(true))
 }
 
 /// Whether the solver's model makes every assumption true (model completion on).

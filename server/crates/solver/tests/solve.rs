@@ -392,3 +392,27 @@ fn timeout_stops_nonlinear_search_that_z3_4_8_12_would_not_stop_itself() {
         "{a:?}"
     );
 }
+
+/// A witness that must break an assumption breaks as few as the solver can find: the condition
+/// of a conditional race names what the race needs, not also what the first model picked.
+#[test]
+fn witness_breaking_assumptions_keeps_all_it_can() {
+    let mut q = query(
+        &["x", "y", "z"],
+        vec![
+            Term::eq(add(vec![v("x"), v("y")]), int(10)),
+            Term::le(int(0), v("x")),
+            Term::le(int(0), v("y")),
+        ],
+        &["x", "y", "z"],
+    );
+    // x <= 2 and y <= 2 cannot both hold; z == 5 always can.
+    q.assumptions = vec![
+        Term::le(v("x"), int(2)),
+        Term::le(v("y"), int(2)),
+        Term::eq(v("z"), int(5)),
+    ];
+    let m = sat_values(solve(&q, &Limits::default()));
+    assert_eq!(m.get("z"), Some(&5), "{m:?}");
+    assert!(m["x"] <= 2 || m["y"] <= 2, "{m:?}");
+}
