@@ -141,7 +141,13 @@ pub fn resolve(
     };
     let block_picked = [0, 1, 2].map(|d| pick(true, d, block_used[d]));
     let block = block_picked.clone().map(|(s, _)| s);
-    let grid = [0, 1, 2].map(|d| pick(false, d, grid_used[d]).0);
+    let grid_picked = [0, 1, 2].map(|d| pick(false, d, grid_used[d]));
+    let grid = grid_picked.clone().map(|(s, _)| s);
+    // Sizes that differ between sites are tied to their site below: the block of one site
+    // goes with that site's arguments, not with another's.
+    let varies = |picked: &[(DimSpec, Source); 3], d: usize| {
+        picked[d].1 == Source::Sites && matches!(picked[d].0, DimSpec::OneOf(_))
+    };
     // The largest size of each dimension (1 for symbolic ones), and where the sizes came from.
     let sizes = block.clone().map(|s| match s {
         DimSpec::Fixed(n) => n,
@@ -195,6 +201,14 @@ pub fn resolve(
                     continue;
                 };
                 out.extend(bind(&[*p], std::slice::from_ref(&Some(a.clone()))));
+            }
+            for d in 0..3 {
+                if let (true, Some(b)) = (varies(&block_picked, d), s.block_dim) {
+                    out.push((format!("blockDim.{}", DIM_NAMES[d]), int(b[d] as i64)));
+                }
+                if let (true, Some(g)) = (varies(&grid_picked, d), s.grid_dim) {
+                    out.push((format!("gridDim.{}", DIM_NAMES[d]), int(g[d] as i64)));
+                }
             }
             // The grid computed from passed values (`dim3 grid(DIVUP(n, 64))`): `gridDim.x` is
             // that function of the parameter.
@@ -332,9 +346,16 @@ impl Launch {
         for site in &self.param_sites {
             // A binding counts when the query mentions its subject, or, for a grid relation,
             // a parameter it relates the grid to.
+            // A launch size of the site always counts (sizes vary between sites only when
+            // the site says so).
             let binds: Vec<Term> = site
                 .iter()
-                .filter(|(p, t)| has(p) || (p.starts_with("gridDim.") && mentions(t, has)))
+                .filter(|(p, t)| {
+                    has(p)
+                        || (p.starts_with("gridDim.") && mentions(t, has))
+                        || (p.starts_with("blockDim.") || p.starts_with("gridDim."))
+                            && as_int(t).is_some()
+                })
                 .map(|(p, t)| eq(Term::var(p.clone()), t.clone()))
                 .collect();
             if binds.is_empty() {
@@ -348,8 +369,16 @@ impl Launch {
     /// How many sites bind arguments, and the constants they pass (`n = 1024`), for the
     /// description of the assumed launch.
     fn describe_args(&self) -> Option<String> {
-        let binding: Vec<&Vec<(String, Term)>> =
-            self.param_sites.iter().filter(|s| !s.is_empty()).collect();
+        // The sizes tied to their site are said by the launch description already.
+        let size = |(p, t): &(String, Term)| {
+            (p.starts_with("blockDim.") || p.starts_with("gridDim.")) && as_int(t).is_some()
+        };
+        let args_of: Vec<Vec<(String, Term)>> = self
+            .param_sites
+            .iter()
+            .map(|s| s.iter().filter(|b| !size(b)).cloned().collect())
+            .collect();
+        let binding: Vec<&Vec<(String, Term)>> = args_of.iter().filter(|s| !s.is_empty()).collect();
         if binding.is_empty() {
             return None;
         }

@@ -149,6 +149,9 @@ struct HostEnv<'a, 't> {
     tables: &'a Tables<'t>,
     /// The host function around the launch: local `int`/`dim3` declarations are looked up there.
     func_body: Option<Node<'t>>,
+    /// Where the launch is: of several declarations of one name (`dim3 block(32, 32)` in each
+    /// branch of an `if`), the one in scope there is used.
+    at: usize,
     text: &'a str,
 }
 
@@ -169,10 +172,32 @@ impl ConstEnv for HostEnv<'_, '_> {
 }
 
 impl<'t> HostEnv<'_, 't> {
-    /// The initializer of the unique, never reassigned local `name` in the host function.
+    /// The initializer of the local `name` in scope at the launch (the innermost declaration
+    /// before it whose block holds it), if the function never assigns `name`.
     fn local_init(&self, name: &str) -> Option<(Node<'t>, Node<'t>)> {
         let body = self.func_body?;
         let mut found: Option<(Node<'t>, Node<'t>)> = None;
+        let at = self.at;
+        // A declaration is in scope at the launch when it comes before it and its block (or
+        // `for` statement) holds the launch; the innermost such one hides the others.
+        let visible = |decl: Node| {
+            if decl.start_byte() >= at {
+                return false;
+            }
+            let mut p = decl.parent();
+            while let Some(b) = p {
+                if matches!(b.kind(), "compound_statement" | "for_statement") {
+                    return b.start_byte() <= at && at < b.end_byte();
+                }
+                p = b.parent();
+            }
+            true
+        };
+        let mut pick = |init: Node<'t>, decl: Node<'t>| {
+            if visible(decl) && found.is_none_or(|(_, d)| d.start_byte() < decl.start_byte()) {
+                found = Some((init, decl));
+            }
+        };
         let mut stack = vec![body];
         let mut count = 0;
         while let Some(n) = stack.pop() {
@@ -187,10 +212,7 @@ impl<'t> HostEnv<'_, 't> {
                         n.child_by_field_name("value"),
                     ) {
                         if declarator_name(d).is_some_and(|x| node_text(x, self.text) == name) {
-                            if found.is_some() {
-                                return None;
-                            }
-                            found = Some((v, n));
+                            pick(v, n);
                         }
                     }
                 }
@@ -225,10 +247,7 @@ impl<'t> HostEnv<'_, 't> {
                         n.child_by_field_name("parameters"),
                     ) {
                         if node_text(d, self.text) == name {
-                            if found.is_some() {
-                                return None;
-                            }
-                            found = Some((params, n));
+                            pick(params, n);
                         }
                     }
                 }
@@ -409,6 +428,31 @@ impl<'t> HostEnv<'_, 't> {
                     return None;
                 }
                 self.site_value(init, grid, block, depth + 1)
+            }
+            // A component of a `dim3` local (`int block_x = block.x;` passed on): its constant,
+            // or the launch size written the same way.
+            "field_expression" => {
+                let d = match node_text(e.child_by_field_name("field")?, self.text) {
+                    "x" => 0,
+                    "y" => 1,
+                    "z" => 2,
+                    _ => return None,
+                };
+                let v = e.child_by_field_name("argument")?;
+                if v.kind() != "identifier" {
+                    return None;
+                }
+                if let Some(dims) = self.dims(v, depth + 1) {
+                    return Some(SiteValue::Int(dims[d] as i64));
+                }
+                let comp = self.dim_texts(v, depth + 1).get(d)?.clone();
+                if let Some(g) = grid.iter().position(|t| *t == comp) {
+                    return Some(SiteValue::GridDim(DIMS[g]));
+                }
+                block
+                    .iter()
+                    .position(|t| *t == comp)
+                    .map(|b| SiteValue::BlockDim(DIMS[b]))
             }
             _ => None,
         }
@@ -596,6 +640,7 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                         let env = HostEnv {
                             tables,
                             func_body: enclosing_function_body(n),
+                            at: n.start_byte(),
                             text,
                         };
                         let mut c2 = cfg.walk();
@@ -681,6 +726,7 @@ fn runtime_api_launch<'t>(
     let env = HostEnv {
         tables,
         func_body: enclosing_function_body(n),
+        at: n.start_byte(),
         text,
     };
     Some(LaunchSite {
