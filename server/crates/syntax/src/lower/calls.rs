@@ -230,6 +230,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                 if let Some(v) = self.callable_expr_call(f, n, &args, want_place) {
                     return v;
                 }
+                if let Some(v) = self.parenthesized_type_cast(f, &args) {
+                    return v;
+                }
                 // It may call any function (or a lambda stored somewhere): any array.
                 self.lower_args(&args);
                 let (_, ol) = self.objects_in_args(&args);
@@ -238,6 +241,49 @@ impl<'a, 't> Lowerer<'a, 't> {
                 Val::S(self.unknown("result of an indirect call", span, false))
             }
         }
+    }
+
+    /// `(T)(x)`: tree-sitter reads a C cast to a type it does not know as a type (a template
+    /// parameter, a typedef from a header) as a call through the parenthesized name. A name
+    /// that is no variable, function, prototype, macro or library function, with one
+    /// argument, can only be a type: the value is cast (or kept, for a type that is not a
+    /// known scalar, as any cast to such a type is).
+    fn parenthesized_type_cast(&mut self, f: Node, args: &[Node]) -> Option<Val> {
+        if f.kind() != "parenthesized_expression" || args.len() != 1 {
+            return None;
+        }
+        let inner = f.named_child(0)?;
+        if f.named_child_count() != 1
+            || !matches!(
+                inner.kind(),
+                "identifier" | "type_identifier" | "qualified_identifier" | "template_type"
+            )
+        {
+            return None;
+        }
+        let name = self.text(inner);
+        let plain = name.rsplit("::").next().unwrap_or(&name).to_string();
+        let known_callable = |s: &mut Self, n: &str| {
+            s.tab.funcs.contains_key(n)
+                || s.tab.protos.contains(n)
+                || s.tab.macros.get(n).is_some_and(|m| m.params.is_some())
+                || s.tab.library.function(n).is_some()
+        };
+        if self.lookup(&name).is_some()
+            || known_callable(self, &name)
+            || known_callable(self, &plain)
+        {
+            return None;
+        }
+        let ty = self.type_text(inner);
+        let v = self.expr(args[0]);
+        Some(match (types::scalar_type(&ty), v) {
+            (t @ ScalarType::Int { .. }, Val::S(e)) => Val::S(fold(&Expr::Cast(t, Box::new(e)))),
+            (t @ (ScalarType::Float | ScalarType::Bool), Val::S(e)) => {
+                Val::S(Expr::Cast(t, Box::new(e)))
+            }
+            (_, v) => v,
+        })
     }
 
     fn barrier(&mut self, kind: BarrierKind, span: Span) {
