@@ -425,3 +425,18 @@ fn preconditions_from_the_catalogue_are_stated() {
         "{k:#?}"
     );
 }
+
+/// A `bool` local changed by a call the checker cannot see into gets an unknown of its own
+/// sort: the kernel is unknown because of the call, never because of a malformed query.
+#[test]
+fn unknown_values_of_bool_locals_are_bools() {
+    let ks = kernels("cxx/bool_local_changed_by_unknown_call_in_loop.cu");
+    assert_eq!(ks.len(), 1);
+    assert_eq!(ks[0].verdict, Verdict::Unknown);
+    let reason = ks[0].reason.clone().unwrap_or_default();
+    assert!(
+        reason.contains("call through the variable `accum`"),
+        "{reason}"
+    );
+    assert!(!reason.contains("malformed"), "{reason}");
+}

@@ -350,6 +350,15 @@ impl Launch {
             // the site says so).
             let binds: Vec<Term> = site
                 .iter()
+                // A binding whose value names a parameter the query does not have would
+                // declare nothing for it (`gridDim.y == H` in a query without `H`): left out,
+                // which only weakens the fact.
+                .filter(|(_, t)| {
+                    let mut vars = std::collections::BTreeSet::new();
+                    collect_vars(t, &mut vars);
+                    vars.iter()
+                        .all(|v| has(v) || v.starts_with("blockDim.") || v.starts_with("gridDim."))
+                })
                 .filter(|(p, t)| {
                     has(p)
                         || (p.starts_with("gridDim.") && mentions(t, has))

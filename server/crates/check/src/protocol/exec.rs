@@ -468,12 +468,23 @@ impl<'k> Exec<'k> {
     }
 
     fn fresh_unknown(&mut self, varying: bool, base: &str, reason: String) -> Term {
+        self.fresh_unknown_of(Sort::Int, varying, base, reason)
+    }
+
+    /// An unknown value of local `l`: of its sort (a `bool` local's unknown is a Bool, or
+    /// comparing it with the local's loop head makes the query malformed).
+    fn fresh_local_unknown(&mut self, l: LocalId, varying: bool, reason: String) -> Term {
+        let (_, sort, ..) = self.local_info(l);
+        self.fresh_unknown_of(sort, varying, "unknown", reason)
+    }
+
+    fn fresh_unknown_of(&mut self, sort: Sort, varying: bool, base: &str, reason: String) -> Term {
         let prefix = if varying { "$" } else { "%" };
         self.fresh(
             prefix,
             base,
             VarInfo {
-                sort: Sort::Int,
+                sort,
                 reason: Some(reason),
                 lo: None,
                 hi: None,
@@ -492,9 +503,9 @@ impl<'k> Exec<'k> {
                 .map(|x| x.name.clone())
                 .unwrap_or_default();
             let varying = thread_varying(&v);
-            self.fresh_unknown(
+            self.fresh_local_unknown(
+                l,
                 varying,
-                "unknown",
                 format!("the value of `{name}` (too complex to track)"),
             )
         } else {
@@ -600,9 +611,9 @@ impl<'k> Exec<'k> {
                         .get(l.0 as usize)
                         .map(|l| l.name.clone())
                         .unwrap_or_default();
-                    let t = self.fresh_unknown(
+                    let t = self.fresh_local_unknown(
+                        *l,
                         true,
-                        "unknown",
                         format!("the uninitialized value of `{name}`"),
                     );
                     if let Some(slot) = self.env.get_mut(l.0 as usize) {
@@ -1407,7 +1418,7 @@ impl<'k> Exec<'k> {
                         .map(|x| x.name.clone())
                         .unwrap_or_default();
                     let t =
-                        self.fresh_unknown(true, "unknown", format!("`{name}` after {}", o.reason));
+                        self.fresh_local_unknown(*l, true, format!("`{name}` after {}", o.reason));
                     if self.nonuniform_ctl > 0 {
                         self.assigned_nonuniform.insert(*l);
                     }
@@ -1491,9 +1502,9 @@ impl<'k> Exec<'k> {
                 Some(v) => v,
                 None => {
                     let (name, ..) = self.local_info(l);
-                    self.fresh_unknown(
+                    self.fresh_local_unknown(
+                        l,
                         true,
-                        "unknown",
                         format!("the uninitialized value of `{name}`"),
                     )
                 }
