@@ -8,7 +8,8 @@
 //!
 //! - `positive-sizes`: an integer parameter used as a stride, leading dimension, step or
 //!   divisor (multiplied into an index, added to a loop counter in its step, dividing) is at
-//!   least 1; one compared with an index or a loop counter (a size, a bound) is at least 0.
+//!   least 1; one compared with an index or a loop counter (a size, a bound), or added to a
+//!   thread's index (`threadIdx.x + start`: where the threads' range begins), is at least 0.
 //! - `non-negative-indices`: the cell of a kernel's pointer parameter that two threads meet on
 //!   has non-negative coordinates (the pointer is the start of the buffer).
 //! - `shared-in-bounds`: the cell of a `__shared__` array with a declared size is inside it.
@@ -113,6 +114,9 @@ impl Broken {
 pub enum Role {
     /// Compared with something (a size or a bound): at least 0.
     Bound,
+    /// Added to a thread's index (`n = blockIdx.x * blockDim.x + threadIdx.x + start`): where
+    /// the threads' range begins, at least 0.
+    Offset,
     /// Multiplied into an index, a loop step, or a divisor: at least 1.
     Stride,
 }
@@ -151,6 +155,14 @@ pub fn param_roles(kernel: &Kernel) -> BTreeMap<ParamId, Role> {
                 mark(a, Role::Stride, &mut roles);
                 mark(b, Role::Stride, &mut roles);
             }
+            BinOp::Add => {
+                if thread_index(b) {
+                    mark(a, Role::Offset, &mut roles);
+                }
+                if thread_index(a) {
+                    mark(b, Role::Offset, &mut roles);
+                }
+            }
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
                 mark(a, Role::Bound, &mut roles);
                 mark(b, Role::Bound, &mut roles);
@@ -159,6 +171,26 @@ pub fn param_roles(kernel: &Kernel) -> BTreeMap<ParamId, Role> {
         }
     });
     roles
+}
+
+/// Whether `e` reads a thread or block index (it is a position in the threads' range).
+fn thread_index(e: &Expr) -> bool {
+    let mut found = false;
+    walk_expr(
+        e,
+        &mut |x, _| {
+            if matches!(
+                x,
+                Expr::Builtin(
+                    cudarace_ir::Builtin::ThreadIdx(_) | cudarace_ir::Builtin::BlockIdx(_)
+                )
+            ) {
+                found = true;
+            }
+        },
+        false,
+    );
+    found
 }
 
 fn strip_casts(e: &Expr) -> &Expr {
@@ -247,7 +279,7 @@ pub fn param_assumptions(
             let prm = kernel.params.get(p.0 as usize)?;
             let min = match role {
                 Role::Stride => 1,
-                Role::Bound => 0,
+                Role::Bound | Role::Offset => 0,
             };
             // An unsigned parameter is at least 0 by its type already.
             if min == 0 && matches!(prm.ty, ScalarType::Int { signed: false, .. }) {
