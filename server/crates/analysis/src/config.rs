@@ -166,6 +166,8 @@ pub struct Config {
     pub allow_same_value_writes: bool,
     pub timeout_ms: Option<u64>,
     pub kernel_timeout_ms: Option<u64>,
+    /// `[solver] file-timeout-ms`: the time budget of all kernels of one file.
+    pub file_timeout_ms: Option<u64>,
     pub grid_checks: Option<bool>,
     /// `[assumptions]`: which plausibility assumptions are made (all by default).
     pub assumptions: cudarace_check::assumptions::AssumptionSwitches,
@@ -286,6 +288,7 @@ struct RawFrontend {
 struct RawSolver {
     timeout_ms: Option<Spanned<u64>>,
     kernel_timeout_ms: Option<Spanned<u64>>,
+    file_timeout_ms: Option<Spanned<u64>>,
     grid_checks: Option<bool>,
 }
 
@@ -394,6 +397,7 @@ impl Config {
             for (value, name) in [
                 (&solver.timeout_ms, "timeout-ms"),
                 (&solver.kernel_timeout_ms, "kernel-timeout-ms"),
+                (&solver.file_timeout_ms, "file-timeout-ms"),
             ] {
                 if let Some(v) = value {
                     if *v.get_ref() == 0 || *v.get_ref() > 86_400_000 {
@@ -407,6 +411,7 @@ impl Config {
             }
             config.timeout_ms = solver.timeout_ms.map(|v| *v.get_ref());
             config.kernel_timeout_ms = solver.kernel_timeout_ms.map(|v| *v.get_ref());
+            config.file_timeout_ms = solver.file_timeout_ms.map(|v| *v.get_ref());
             config.grid_checks = solver.grid_checks;
         }
         if let Some(a) = raw.assumptions {
@@ -561,6 +566,9 @@ impl Config {
         }
         if let Some(ms) = self.kernel_timeout_ms {
             opts.budget.kernel_time = Duration::from_millis(ms);
+        }
+        if let Some(ms) = self.file_timeout_ms {
+            opts.budget.file_time = Duration::from_millis(ms);
         }
         if let Some(g) = self.grid_checks {
             opts.check.grid_checks = g;

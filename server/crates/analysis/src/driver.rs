@@ -24,17 +24,25 @@ pub struct Budget {
     /// Wall-clock time for all solver queries of one kernel; queries still unanswered then are
     /// cancelled and answered `unknown` (so the kernel's verdict becomes `unknown`, never clean).
     pub kernel_time: Duration,
+    /// Wall-clock time for all kernels of one file: a kernel still being checked then, and every
+    /// kernel after it, is `unknown` ("the file's time budget ran out"), so that no file holds
+    /// its user hostage. Counted from the first kernel's check.
+    pub file_time: Duration,
     /// Files larger than this are not read.
     pub max_file_bytes: u64,
 }
 
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 pub const DEFAULT_KERNEL_TIME: Duration = Duration::from_secs(60);
+/// Keeps a file under ~10 s on two cores (the solver's per-query timeout may overrun it by one
+/// query's budget at most).
+pub const DEFAULT_FILE_TIME: Duration = Duration::from_secs(8);
 
 impl Default for Budget {
     fn default() -> Self {
         Budget {
             kernel_time: DEFAULT_KERNEL_TIME,
+            file_time: DEFAULT_FILE_TIME,
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
         }
     }
@@ -92,10 +100,11 @@ pub fn analyze_source(
 
 /// Checks the kernels of a lowered file (those selected by [`Options::kernel`]), in file order.
 pub fn analyze_ir(ir: &FileIr, opts: &Options, pool: &SolverPool) -> Vec<KernelReport> {
+    let file_deadline = Instant::now() + opts.budget.file_time;
     ir.kernels
         .iter()
         .filter(|k| opts.kernel.as_ref().is_none_or(|name| &k.name == name))
-        .map(|k| analyze_kernel(ir, k, opts, pool))
+        .map(|k| analyze_kernel_until(ir, k, opts, pool, Some(file_deadline)))
         .collect()
 }
 
@@ -105,6 +114,17 @@ pub fn analyze_kernel(
     kernel: &Kernel,
     opts: &Options,
     pool: &SolverPool,
+) -> KernelReport {
+    analyze_kernel_until(ir, kernel, opts, pool, None)
+}
+
+/// [`analyze_kernel`] that also stops at the file's deadline (see [`Budget::file_time`]).
+pub fn analyze_kernel_until(
+    ir: &FileIr,
+    kernel: &Kernel,
+    opts: &Options,
+    pool: &SolverPool,
+    file_deadline: Option<Instant>,
 ) -> KernelReport {
     let started = Instant::now();
     let elapsed_ms = || started.elapsed().as_secs_f64() * 1000.0;
@@ -120,8 +140,12 @@ pub fn analyze_kernel(
     };
     let queries = plan.queries.len();
     tracing::debug!(queries, "planned");
-    let deadline = started + opts.budget.kernel_time;
-    let answers = solve_before(&plan.queries, opts, pool, deadline);
+    let kernel_deadline = started + opts.budget.kernel_time;
+    let (deadline, spent) = match file_deadline {
+        Some(f) if f < kernel_deadline => (f, Spent::File),
+        _ => (kernel_deadline, Spent::Kernel),
+    };
+    let answers = solve_before(&plan.queries, opts, pool, deadline, spent);
     match guarded(|| finish_kernel(&plan, answers, elapsed_ms())) {
         Ok(report) => {
             tracing::debug!(
@@ -147,8 +171,13 @@ fn solve_before(
     opts: &Options,
     pool: &SolverPool,
     deadline: Instant,
+    spent: Spent,
 ) -> Vec<Answer> {
     let cancel = CancelToken::new();
+    // Past the deadline already (the file's budget went to earlier kernels): nothing is asked.
+    if Instant::now() >= deadline && !queries.is_empty() {
+        return queries.iter().map(|_| out_of_budget(opts, spent)).collect();
+    }
     let receivers: Vec<_> = queries
         .iter()
         .map(|q| pool.submit(q.clone(), opts.check.limits, cancel.clone()))
@@ -156,15 +185,15 @@ fn solve_before(
     let mut answers = Vec::with_capacity(receivers.len());
     for rx in receivers {
         if cancel.is_cancelled() {
-            answers.push(out_of_budget(opts));
+            answers.push(out_of_budget(opts, spent));
             continue;
         }
         let answer = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(answer) => answer,
             Err(RecvTimeoutError::Timeout) => {
-                tracing::warn!("the kernel's time budget ran out");
+                tracing::warn!("the {} time budget ran out", spent.whose());
                 cancel.cancel();
-                out_of_budget(opts)
+                out_of_budget(opts, spent)
             }
             Err(RecvTimeoutError::Disconnected) => {
                 Answer::Unknown("solver error: the solver thread gave no answer".to_string())
@@ -175,10 +204,31 @@ fn solve_before(
     answers
 }
 
-fn out_of_budget(opts: &Options) -> Answer {
+/// Which budget a deadline is.
+#[derive(Clone, Copy)]
+enum Spent {
+    Kernel,
+    File,
+}
+
+impl Spent {
+    fn whose(self) -> &'static str {
+        match self {
+            Spent::Kernel => "kernel's",
+            Spent::File => "file's",
+        }
+    }
+}
+
+fn out_of_budget(opts: &Options, spent: Spent) -> Answer {
+    let budget = match spent {
+        Spent::Kernel => opts.budget.kernel_time,
+        Spent::File => opts.budget.file_time,
+    };
     Answer::Unknown(format!(
-        "timeout: the kernel's time budget ({} ms) ran out",
-        opts.budget.kernel_time.as_millis()
+        "timeout: the {} time budget ({} ms) ran out",
+        spent.whose(),
+        budget.as_millis()
     ))
 }
 
@@ -409,7 +459,13 @@ mod tests {
         let pool = SolverPool::new(2);
         let queries: Vec<Query> = (0..6).map(query).collect();
         let deadline = Instant::now() + Duration::from_secs(60);
-        let answers = solve_before(&queries, &Options::default(), &pool, deadline);
+        let answers = solve_before(
+            &queries,
+            &Options::default(),
+            &pool,
+            deadline,
+            Spent::Kernel,
+        );
         for (i, a) in answers.iter().enumerate() {
             assert_eq!(a, &Answer::Sat([("x".to_string(), i as i64)].into()));
         }
@@ -419,7 +475,13 @@ mod tests {
     fn queries_past_the_budget_are_unknown() {
         let pool = SolverPool::new(1);
         let queries: Vec<Query> = (0..50).map(query).collect();
-        let answers = solve_before(&queries, &Options::default(), &pool, Instant::now());
+        let answers = solve_before(
+            &queries,
+            &Options::default(),
+            &pool,
+            Instant::now(),
+            Spent::Kernel,
+        );
         assert_eq!(answers.len(), 50);
         match answers.last() {
             Some(Answer::Unknown(reason)) => assert!(reason.contains("time budget"), "{reason}"),

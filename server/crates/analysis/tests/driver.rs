@@ -67,3 +67,25 @@ fn text_that_is_not_cuda_gives_syntax_errors_not_a_failure() {
     let r = analyze_source(None, "", &Options::default(), &pool);
     assert!(r.error.is_none() && r.kernels.is_empty());
 }
+
+/// A file's kernels share one time budget: once it is spent, a kernel that still has queries
+/// is `unknown` and says whose budget ran out (never clean, never racy without a witness).
+#[test]
+fn kernels_past_the_file_budget_are_unknown() {
+    let pool = SolverPool::new(1);
+    let mut opts = Options::default();
+    opts.budget.file_time = std::time::Duration::ZERO;
+    let r = analyze_source(Some(Path::new("k.cu")), TWO_KERNELS, &opts, &pool);
+    let shift = &r.kernels[0];
+    assert_eq!(shift.verdict, Verdict::Unknown, "{shift:#?}");
+    let reason = shift.reason.clone().unwrap_or_default();
+    assert!(reason.contains("the file's time budget"), "{reason}");
+    // With the default budget the same file is decided.
+    let r = analyze_source(
+        Some(Path::new("k.cu")),
+        TWO_KERNELS,
+        &Options::default(),
+        &pool,
+    );
+    assert_eq!(r.kernels[0].verdict, Verdict::Racy);
+}

@@ -106,6 +106,12 @@ pub struct CheckArgs {
           value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub kernel_timeout_ms: Option<u64>,
 
+    /// Time limit for all kernels of one file, in milliseconds: kernels not decided by then are
+    /// `unknown` [default: 8000, so that a file takes at most ~10 s; or cudarace.toml's].
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub file_timeout_ms: Option<u64>,
+
     /// The configuration file to use for every checked file, instead of the `cudarace.toml`
     /// found in each file's folder or the nearest folder above it.
     #[arg(long, value_name = "PATH")]

@@ -122,6 +122,9 @@ fn options(args: &CheckArgs, config: &Arc<Config>) -> Options {
     if let Some(ms) = args.kernel_timeout_ms {
         opts.budget.kernel_time = Duration::from_millis(ms);
     }
+    if let Some(ms) = args.file_timeout_ms {
+        opts.budget.file_time = Duration::from_millis(ms);
+    }
     opts
 }
 

@@ -488,3 +488,30 @@ fn an_abort_in_a_kernel_names_the_file_and_the_kernel() {
         "{err}"
     );
 }
+
+/// `--file-timeout-ms`: the kernels of a file share one budget; a kernel still undecided when it
+/// is spent is `unknown` (exit 1), with the reason, never race-free.
+#[test]
+fn file_timeout_leaves_undecided_kernels_unknown() {
+    let out = run(&[
+        "check",
+        "--format",
+        "json",
+        "--file-timeout-ms",
+        "1",
+        "tests/data/racy.cu",
+    ]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let v = json(&out);
+    let shift = v["kernels"]
+        .as_array()
+        .and_then(|ks| ks.iter().find(|k| k["name"] == "shift"))
+        .cloned()
+        .expect("kernel shift");
+    assert_eq!(shift["verdict"], "unknown", "{shift}");
+    let reason = shift["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("the file's time budget (1 ms) ran out"),
+        "{reason}"
+    );
+}

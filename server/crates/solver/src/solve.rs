@@ -301,7 +301,10 @@ fn solve_levels(
                     solver.assert(c);
                 }
             }
-            Ok(match solver.check() {
+            let started = Instant::now();
+            let result = solver.check();
+            dump_if_slow(&solver, started.elapsed(), engine, &result);
+            Ok(match result {
                 SatResult::Sat => CheckResult::Sat(solver),
                 SatResult::Unsat => CheckResult::Unsat,
                 SatResult::Unknown => {
@@ -389,6 +392,44 @@ fn solve_levels(
     ))
 }
 
+/// Where slow checks are written as SMT-LIB (`CUDARACE_SLOW_QUERIES=DIR`), and from how many
+/// milliseconds a check counts as slow (`CUDARACE_SLOW_QUERY_MS`, default 500): a query that
+/// times out on real code can then be studied on its own (`z3 FILE.smt2`).
+fn slow_query_dump() -> Option<&'static (std::path::PathBuf, u64)> {
+    static DUMP: std::sync::OnceLock<Option<(std::path::PathBuf, u64)>> =
+        std::sync::OnceLock::new();
+    DUMP.get_or_init(|| {
+        let dir = std::env::var_os("CUDARACE_SLOW_QUERIES")?;
+        let ms = std::env::var("CUDARACE_SLOW_QUERY_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(500);
+        Some((dir.into(), ms))
+    })
+    .as_ref()
+}
+
+fn dump_if_slow(solver: &Solver, took: Duration, engine: Engine, result: &SatResult) {
+    let Some((dir, ms)) = slow_query_dump() else {
+        return;
+    };
+    if took.as_millis() < u128::from(*ms) {
+        return;
+    }
+    use std::hash::{Hash, Hasher};
+    let text = solver.to_string();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    let name = format!("{:06}ms-{:016x}.smt2", took.as_millis(), h.finish());
+    let body = format!(
+        "; cudarace slow check: {} ms, engine {engine:?}, answer {result:?}\n{text}\n(check-sat)\n",
+        took.as_millis()
+    );
+    // A debugging aid: a folder that cannot be written is not an error of the check.
+    let _ = std::fs::create_dir_all(dir);
+    let _ = std::fs::write(dir.join(name), body);
+}
+
 enum CheckResult {
     Sat(Solver),
     Unsat,
@@ -427,7 +468,7 @@ const FAST_SHARE: u64 = 10;
 const FAST_RLIMIT_CAP: u64 = 1_000_000;
 
 /// The two Z3 solver objects used.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Engine {
     /// The `smt` tactic as a solver: no preprocessing portfolio, but about 1 ms to build. Most
     /// of the checker's queries are small and linear and are answered by it.
