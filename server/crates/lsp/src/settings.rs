@@ -176,7 +176,7 @@ impl Settings {
         let frontend = FrontendOptions {
             include_dirs: self.include_dirs.clone(),
             defines,
-            library: None,
+            ..FrontendOptions::default()
         };
         opts.frontend.include_dirs.extend(frontend.include_dirs);
         opts.frontend.defines.extend(frontend.defines);
