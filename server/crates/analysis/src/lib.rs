@@ -1,6 +1,7 @@
 //! The driver (source text → kernel reports, with file limits, a time budget per kernel and
 //! isolation of internal errors) and the renderers of those reports (human, JSON, SARIF).
 
+pub mod compile_db;
 pub mod config;
 mod crash;
 mod driver;
