@@ -8,6 +8,7 @@ mod driver;
 pub mod render;
 mod report;
 pub mod suppress;
+pub mod system_includes;
 
 pub use config::{kernel_check_options, Config, ConfigError, Level, CONFIG_FILE_NAME};
 pub use crash::install_crash_reports;
