@@ -5,6 +5,7 @@ pub mod compile_db;
 pub mod config;
 mod crash;
 mod driver;
+pub mod launch_index;
 pub mod render;
 mod report;
 pub mod suppress;
