@@ -4,6 +4,7 @@
 pub mod compile_db;
 pub mod config;
 mod crash;
+pub mod db_cache;
 mod driver;
 pub mod launch_index;
 pub mod render;
