@@ -72,6 +72,8 @@ pub struct Entry {
     pub file: PathBuf,
     pub directory: PathBuf,
     pub flags: Flags,
+    /// The file's canonical path when the database was read (what lookups compare).
+    key: PathBuf,
 }
 
 /// A read database.
@@ -81,6 +83,8 @@ pub struct CompileDb {
     pub entries: Vec<Entry>,
     /// Problems with single entries or flags (the entry or flag was skipped), one line each.
     pub warnings: Vec<String>,
+    /// The deepest folder holding every entry's file and directory (canonical where they exist).
+    root: Option<PathBuf>,
 }
 
 /// How the flags of a file were found.
@@ -138,6 +142,7 @@ impl CompileDb {
                 )),
             }
         }
+        db.root = CompileDb::find_root(&db.entries);
         Ok(db)
     }
 
@@ -161,33 +166,32 @@ impl CompileDb {
     /// The entry whose flags `file` is checked with, and how it was found.
     pub fn lookup(&self, file: &Path) -> Option<(&Entry, Match)> {
         let key = same_file_key(&absolute(file));
-        if let Some(e) = self.entries.iter().find(|e| same_file_key(&e.file) == key) {
+        if let Some(e) = self.entries.iter().find(|e| e.key == key) {
             return Some((e, Match::Exact));
         }
         // Not above the project: the folder that holds every entry's file and directory.
-        let root = self.root()?;
+        let root = self.root.as_ref()?;
         let folder = key.parent()?;
         folder
             .ancestors()
-            .take_while(|dir| dir.starts_with(&root))
+            .take_while(|dir| dir.starts_with(root))
             .find_map(|dir| {
                 self.entries
                     .iter()
                     .filter_map(|e| {
-                        let k = same_file_key(&e.file);
-                        let rel = k.strip_prefix(dir).ok()?;
-                        Some((!is_cu(&e.file), rel.components().count(), k.clone(), e))
+                        let rel = e.key.strip_prefix(dir).ok()?;
+                        Some((!is_cu(&e.file), rel.components().count(), &e.key, e))
                     })
                     .min_by(|a, b| (a.0, a.1, &a.2).cmp(&(b.0, b.1, &b.2)))
                     .map(|(_, _, _, e)| (e, Match::Nearest))
             })
     }
 
-    /// The deepest folder holding every entry's file and directory (canonical where they exist).
-    fn root(&self) -> Option<PathBuf> {
-        let mut paths = self.entries.iter().flat_map(|e| {
+    /// The deepest folder holding every entry's file and directory.
+    fn find_root(entries: &[Entry]) -> Option<PathBuf> {
+        let mut paths = entries.iter().flat_map(|e| {
             [
-                same_file_key(&e.file).parent().map(Path::to_path_buf),
+                e.key.parent().map(Path::to_path_buf),
                 Some(same_file_key(&e.directory)),
             ]
         });
@@ -208,7 +212,7 @@ impl CompileDb {
         self.entries
             .iter()
             .filter(|e| is_cu(&e.file))
-            .filter(|e| seen.insert(same_file_key(&e.file)))
+            .filter(|e| seen.insert(&e.key))
             .map(|e| e.file.clone())
             .collect()
     }
@@ -302,8 +306,10 @@ fn entry(item: &Value, base: &Path, warnings: &mut Vec<String>) -> Result<Entry,
         warnings,
         0,
     );
+    let file = normalize(&directory.join(file));
     Ok(Entry {
-        file: normalize(&directory.join(file)),
+        key: same_file_key(&file),
+        file,
         directory,
         flags,
     })
