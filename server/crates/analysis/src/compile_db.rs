@@ -307,6 +307,17 @@ fn entry(item: &Value, base: &Path, warnings: &mut Vec<String>) -> Result<Entry,
         0,
     );
     let file = normalize(&directory.join(file));
+    // A pre-include that is not there changes what the file means; said when the file itself
+    // is there (a database made elsewhere is reported once, as stale).
+    if file.is_file() {
+        for p in flags.pre_includes.iter().filter(|p| !p.is_file()) {
+            warnings.push(format!(
+                "{}: `-include {}` not found; its macros are missing",
+                file.display(),
+                p.display()
+            ));
+        }
+    }
     Ok(Entry {
         key: same_file_key(&file),
         file,

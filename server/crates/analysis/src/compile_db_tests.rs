@@ -219,3 +219,25 @@ fn standards() {
     assert_eq!(cplusplus("c11"), None);
     assert_eq!(cplusplus("c++42"), None);
 }
+
+#[test]
+fn a_missing_pre_include_of_an_existing_file_is_a_warning() {
+    let dir = data("nvcc");
+    let text = format!(
+        r#"[{{"directory": "{}", "file": "flags.txt", "arguments": ["nvcc", "-include", "gone.h", "-include", "more.txt"]}},
+            {{"directory": "/nowhere", "file": "a.cu", "arguments": ["nvcc", "-include", "gone.h"]}}]"#,
+        dir.display()
+    );
+    let db = CompileDb::parse(&dir.join(DB_FILE_NAME), &text).expect("parses");
+    assert_eq!(db.warnings.len(), 1, "{:?}", db.warnings);
+    assert!(
+        db.warnings[0].ends_with(
+            "`-include {}` not found; its macros are missing"
+                .replace("{}", &dir.join("gone.h").display().to_string())
+                .as_str()
+        ),
+        "{:?}",
+        db.warnings
+    );
+    assert_eq!(db.entries[0].flags.pre_includes.len(), 2);
+}
