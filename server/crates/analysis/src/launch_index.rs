@@ -9,6 +9,9 @@
 //! kernel's span instead (nothing reports a site's place today; the verdict's assumed launch
 //! names the sizes and arguments it used). Sites whose kernel the launching file cannot see
 //! (declared only, defined in another translation unit with `-rdc`) are not indexed.
+//!
+//! The index also records the first unit that includes each header, so that a header no entry
+//! compiles can be checked with the flags of a unit that includes it.
 
 use crate::compile_db::absolute;
 use cudarace_ir::{FileIr, LaunchSite};
@@ -30,12 +33,17 @@ struct Indexed {
 #[derive(Debug, Default)]
 pub struct UnitSites {
     sites: Vec<(KernelKey, Indexed)>,
+    /// The unit's path as given, and the files it includes (canonical).
+    unit: PathBuf,
+    includes: Vec<PathBuf>,
 }
 
 /// The launch sites of a project, by kernel.
 #[derive(Debug, Default)]
 pub struct LaunchIndex {
     by_kernel: HashMap<KernelKey, Vec<Indexed>>,
+    /// Each included file (canonical) and the first unit that includes it.
+    includers: HashMap<PathBuf, PathBuf>,
 }
 
 /// Reads the launch sites of one translation unit (`max_bytes`: the driver's file limit). A
@@ -52,7 +60,11 @@ pub fn unit_sites(path: &Path, frontend: &FrontendOptions, max_bytes: u64) -> Un
         return UnitSites::default();
     };
     let files = file_keys(&ir);
-    let mut out = UnitSites::default();
+    let mut out = UnitSites {
+        unit: path.to_path_buf(),
+        includes: files.iter().skip(1).flatten().cloned().collect(),
+        ..UnitSites::default()
+    };
     for site in &ir.launch_sites {
         let Some(kernel) = ir.kernels.iter().find(|k| k.name == site.kernel) else {
             continue;
@@ -79,6 +91,12 @@ impl LaunchIndex {
         let mut index = LaunchIndex::default();
         let mut seen: HashSet<(PathBuf, u32)> = HashSet::new();
         for unit in units {
+            for file in unit.includes {
+                index
+                    .includers
+                    .entry(file)
+                    .or_insert_with(|| unit.unit.clone());
+            }
             for (key, site) in unit.sites {
                 // A site in a header that several units include is indexed once.
                 if seen.insert(site.origin.clone()) {
@@ -87,6 +105,12 @@ impl LaunchIndex {
             }
         }
         index
+    }
+
+    /// The first unit (in the order given) that includes `file` (a header), if one does.
+    pub fn includer_of(&self, file: &Path) -> Option<&Path> {
+        let key = std::fs::canonicalize(file).unwrap_or_else(|_| absolute(file));
+        self.includers.get(&key).map(PathBuf::as_path)
     }
 
     /// How many sites the index holds.
@@ -196,6 +220,12 @@ mod tests {
         assert_eq!(blocks(&c), [64, 128]);
         // The added sites point at the kernel, in the checked file's own files.
         assert!(c.launch_sites.iter().all(|s| s.span == c.kernels[0].span));
+        // The header's first includer, in the order the units were given.
+        assert_eq!(
+            index.includer_of(&dir.join("k.cuh")),
+            Some(dir.join("a.cu").as_path())
+        );
+        assert_eq!(index.includer_of(&dir.join("a.cu")), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

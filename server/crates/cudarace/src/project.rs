@@ -2,7 +2,8 @@
 //! `--compile-commands` flag, `[frontend] compile-commands`, else one found next to the file),
 //! the translation units to check when no file is named, and the launch index of each database
 //! (the launch sites of all its `.cu` files, so a kernel in a header is checked under the sites
-//! of every file that launches it).
+//! of every file that launches it, and a header is checked with the flags of the first unit
+//! that includes it, else those of the nearest entry).
 //!
 //! A database that cannot be read, or whose entries are malformed, is a warning on stderr (once
 //! per database); the files are then checked without its flags.
@@ -97,6 +98,26 @@ pub fn flags_for<'d>(db: Option<&'d CompileDb>, file: &Path) -> Option<&'d Flags
             "no entry compiles this file; using the flags of the nearest entry"
         );
     }
+    Some(&entry.flags)
+}
+
+/// The flags of the first unit that includes `file`, when no entry compiles `file` itself (a
+/// header) and a unit of the index includes it.
+pub fn includer_flags<'d>(
+    db: &'d CompileDb,
+    index: &LaunchIndex,
+    file: &Path,
+) -> Option<&'d Flags> {
+    if matches!(db.lookup(file), Some((_, Match::Exact))) {
+        return None;
+    }
+    let unit = index.includer_of(file)?;
+    let (entry, _) = db.lookup(unit)?;
+    tracing::info!(
+        file = %file.display(),
+        unit = %unit.display(),
+        "no entry compiles this file; using the flags of a unit that includes it"
+    );
     Some(&entry.flags)
 }
 

@@ -359,3 +359,32 @@ fn system_includes_are_opt_in() {
     assert_eq!(verdicts(&by_config)[0].0, "fast", "{}", stderr(&by_config));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_header_takes_the_flags_of_a_unit_that_includes_it() {
+    let dir = temp_dir("includer");
+    for sub in ["a", "b", "inc"] {
+        std::fs::create_dir_all(dir.join(sub)).expect("mkdir");
+    }
+    std::fs::write(
+        dir.join("a/a.cu"),
+        "__global__ void a_kernel(int *p) { p[blockIdx.x * blockDim.x + threadIdx.x] = W; }\n",
+    )
+    .expect("write");
+    std::fs::write(dir.join("b/b.cu"), "#include \"h.cuh\"\n").expect("write");
+    std::fs::write(
+        dir.join("inc/h.cuh"),
+        "#if W == 2\n__global__ void included(int *p) { p[0] = 1; }\n#else\n__global__ void nearest(int *p) { p[0] = 1; }\n#endif\n",
+    )
+    .expect("write");
+    let db = format!(
+        r#"[{{"directory": "{d}", "file": "a/a.cu", "arguments": ["nvcc", "-DW=1", "-c", "a/a.cu"]}},
+            {{"directory": "{d}", "file": "b/b.cu", "arguments": ["nvcc", "-Iinc", "-DW=2", "-c", "b/b.cu"]}}]"#,
+        d = s(&dir)
+    );
+    std::fs::write(dir.join("compile_commands.json"), db).expect("write");
+    // The nearest entry would be a/a.cu (W=1); b/b.cu includes the header (W=2).
+    let out = run(&["check", "--format", "json", s(&dir.join("inc/h.cuh"))]);
+    assert_eq!(verdicts(&out)[0].0, "included", "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
