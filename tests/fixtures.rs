@@ -7,8 +7,8 @@
 use cudarace_analysis::ir::{BarrierScope, FileId, Finding, FindingKind, LineIndex, Span};
 use cudarace_analysis::{analyze_source, render, FileReport, Options, SolverPool};
 use cudarace_tests::{
-    compare, cuda_files, examples_dir, fixture_name, fixtures_dir, MarkKind, ObservedFinding,
-    ObservedKernel,
+    compare, cuda_files, example_files, examples_dir, fixture_name, fixtures_dir, MarkKind,
+    ObservedFinding, ObservedKernel,
 };
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
@@ -33,10 +33,11 @@ fn main() {
         .map(|path| trial(fixture_name(&root, &path), path))
         .collect();
     let count = trials.len();
-    // The bundled examples (the README's first command) follow the same convention.
+    // The bundled examples (the README's first command) follow the same convention (but for the
+    // CMake project in examples/project).
     let examples = examples_dir();
     trials.extend(
-        cuda_files(&examples)
+        example_files()
             .into_iter()
             .map(|path| trial(format!("examples/{}", fixture_name(&examples, &path)), path)),
     );

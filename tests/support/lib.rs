@@ -38,6 +38,17 @@ pub fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
 }
 
+/// The bundled examples that follow the fixture convention: every `.cu` file under `examples/`
+/// except those of the CMake project in `examples/project`, which mean something only with their
+/// compilation database (server/crates/cudarace/tests/project.rs checks them).
+pub fn example_files() -> Vec<PathBuf> {
+    let project = examples_dir().join("project");
+    cuda_files(&examples_dir())
+        .into_iter()
+        .filter(|path| !path.starts_with(&project))
+        .collect()
+}
+
 /// All `.cu` files under `dir`, recursively, sorted by path (so test order is stable).
 pub fn cuda_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -571,7 +582,7 @@ mod tests {
     fn every_fixture_and_example_follows_the_convention() {
         let files = cuda_files(&fixtures_dir());
         assert!(files.len() >= 70, "only {} fixtures", files.len());
-        let examples = cuda_files(&examples_dir());
+        let examples = example_files();
         assert!(examples.len() >= 6, "only {} examples", examples.len());
         for f in files.into_iter().chain(examples) {
             let text = std::fs::read_to_string(&f).expect("fixture readable");

@@ -16,6 +16,8 @@
 //! [frontend]
 //! include = ["include"]                 # like -I, relative to this file's folder
 //! define = ["TILE=16", "DEBUG"]         # like -D
+//! compile-commands = "build/compile_commands.json"   # each file's -I/-D/… (a file or its folder)
+//! system-includes = false               # the CUDA toolkit's headers for #include <…>
 //!
 //! [solver]
 //! timeout-ms = 2000
@@ -160,6 +162,11 @@ pub struct Config {
     pub include_dirs: Vec<PathBuf>,
     /// `[frontend] define`: `NAME=VALUE`, or `NAME` (value `1`).
     pub defines: Vec<(String, String)>,
+    /// `[frontend] compile-commands`: the compilation database (a file or a folder holding
+    /// one), made absolute against the file's folder; `None`: looked for from each checked file.
+    pub compile_commands: Option<PathBuf>,
+    /// `[frontend] system-includes`: the CUDA toolkit's folders searched for `#include <…>`.
+    pub system_includes: bool,
     pub severity: Severities,
     /// The lowest level that fails `cudarace check` (default: warning).
     pub fail_on: Option<Level>,
@@ -281,6 +288,8 @@ struct RawFrontend {
     include: Vec<PathBuf>,
     #[serde(default)]
     define: Vec<Spanned<String>>,
+    compile_commands: Option<PathBuf>,
+    system_includes: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -387,6 +396,8 @@ impl Config {
         }
         if let Some(frontend) = raw.frontend {
             config.include_dirs = frontend.include.iter().map(|p| dir.join(p)).collect();
+            config.compile_commands = frontend.compile_commands.map(|p| dir.join(p));
+            config.system_includes = frontend.system_includes.unwrap_or(false);
             for d in &frontend.define {
                 let define = parse_define(d.get_ref())
                     .map_err(|m| error(Some(d.span()), m, Some(DEFINE_HELP)))?;
@@ -764,6 +775,8 @@ grid-dim = [1]
 [frontend]
 include = ["include"]
 define = ["TILE=16", "DEBUG"]
+compile-commands = "build/compile_commands.json"
+system-includes = true
 
 [solver]
 timeout-ms = 500
@@ -792,6 +805,11 @@ unused-suppression = "error"
         assert_eq!(c.launch_for("other"), c.launch);
         assert_eq!(c.include_dirs, vec![PathBuf::from("proj/include")]);
         assert_eq!(
+            c.compile_commands,
+            Some(PathBuf::from("proj/build/compile_commands.json"))
+        );
+        assert!(c.system_includes);
+        assert_eq!(
             c.defines,
             vec![("TILE".into(), "16".into()), ("DEBUG".into(), "1".into())]
         );
@@ -818,6 +836,7 @@ unused-suppression = "error"
     fn empty_file_is_the_defaults() {
         let c = parse("").unwrap();
         assert!(c.launch.is_empty() && c.kernels.is_empty());
+        assert!(!c.system_includes && c.compile_commands.is_none());
         assert_eq!(
             c.severity
                 .level(FindingKind::DataRace, Confidence::Definite),

@@ -58,6 +58,9 @@ pub struct Options {
     /// The project configuration (per-kernel launch sizes, severities, suppression settings);
     /// its front-end and solver options are applied to the fields above by [`Config::apply`].
     pub config: Arc<Config>,
+    /// Launch sites of the project's other files (from a compilation database): added to the
+    /// sites each checked file has of its own kernels.
+    pub launch_index: Option<Arc<crate::launch_index::LaunchIndex>>,
 }
 
 /// Analyses `text` (the content of `path`, if it has one; `path` is used for `#include` lookup
@@ -69,7 +72,7 @@ pub fn analyze_source(
     pool: &SolverPool,
 ) -> FileReport {
     let _checking = crash::checking_file(path);
-    let ir = match guarded(|| lower_source(path, text, &opts.frontend)) {
+    let mut ir = match guarded(|| lower_source(path, text, &opts.frontend)) {
         Ok(ir) => ir,
         Err(message) => {
             return FileReport {
@@ -84,6 +87,9 @@ pub fn analyze_source(
             };
         }
     };
+    if let Some(index) = &opts.launch_index {
+        index.add_sites_from_other_files(&mut ir);
+    }
     let kernels = analyze_ir(&ir, opts, pool);
     let assessment = suppress::assess(&ir.files, &kernels, &opts.config, opts.kernel.is_none());
     FileReport {

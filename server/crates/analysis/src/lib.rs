@@ -1,12 +1,16 @@
 //! The driver (source text → kernel reports, with file limits, a time budget per kernel and
 //! isolation of internal errors) and the renderers of those reports (human, JSON, SARIF).
 
+pub mod compile_db;
 pub mod config;
 mod crash;
+pub mod db_cache;
 mod driver;
+pub mod launch_index;
 pub mod render;
 mod report;
 pub mod suppress;
+pub mod system_includes;
 
 pub use config::{kernel_check_options, Config, ConfigError, Level, CONFIG_FILE_NAME};
 pub use crash::install_crash_reports;

@@ -148,6 +148,26 @@ pub struct CheckArgs {
     #[arg(long = "define", short = 'D', value_name = "NAME[=VALUE]", value_parser = parse_define)]
     pub defines: Vec<(String, String)>,
 
+    /// The compilation database (`compile_commands.json`, or a folder holding one): each file is
+    /// checked with the `-I`, `-D`, `-U`, `-include` and `-std=` flags of its entry (a header
+    /// with those of the nearest entry), and kernels get the launch sites of every `.cu` file it
+    /// compiles. With no PATH, every `.cu` file it compiles is checked. [default: `[frontend]
+    /// compile-commands` in cudarace.toml, else the first `compile_commands.json` found in the
+    /// file's folder or a folder above it, or in their `build/` or `out/`]
+    #[arg(long, value_name = "PATH")]
+    pub compile_commands: Option<PathBuf>,
+
+    /// Use no compilation database, not even one found next to the files.
+    #[arg(long, conflicts_with = "compile_commands")]
+    pub no_compile_commands: bool,
+
+    /// Search the CUDA toolkit's include folders (`$CUDA_PATH`, `$CUDA_HOME`,
+    /// `/usr/local/cuda`, Debian's `/usr/include`) for `#include <…>`, after the others. Off by
+    /// default: reading the toolkit's headers slows every check and their macros can change
+    /// what a file means [default: `[frontend] system-includes` in cudarace.toml].
+    #[arg(long)]
+    pub system_includes: bool,
+
     /// Do not check pairs of threads in different blocks (global memory).
     #[arg(long)]
     pub no_grid_checks: bool,
@@ -163,8 +183,9 @@ pub struct CheckArgs {
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
 
-    /// Files and folders to check; folders are searched for `.cu` and `.cuh` files.
-    #[arg(required = true, value_name = "PATH")]
+    /// Files and folders to check; folders are searched for `.cu` and `.cuh` files. None: the
+    /// `.cu` files of `--compile-commands`.
+    #[arg(required_unless_present = "compile_commands", value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 }
 

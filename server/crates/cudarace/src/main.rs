@@ -1,13 +1,16 @@
 //! `cudarace check …` and `cudarace lsp`.
 
 mod args;
+mod project;
 
 use args::{CheckArgs, Cli, ColorChoice, Command, Format};
 use clap::Parser;
+use cudarace_analysis::compile_db::{CompileDb, Flags};
 use cudarace_analysis::config::set_timeout;
 use cudarace_analysis::render::{self, HumanOptions};
 use cudarace_analysis::{
-    analyze_path, collect_paths, exit_process, Config, FileReport, Options, SolverPool,
+    analyze_path, collect_paths, exit_process, system_includes, Config, FileReport, Options,
+    SolverPool,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
@@ -97,15 +100,26 @@ fn init_logging(flag: Option<&str>) {
         .try_init();
 }
 
-/// The options of a file checked with `config`: the configuration's, then the command line's
-/// flags over them (stronger).
-fn options(args: &CheckArgs, config: &Arc<Config>) -> Options {
+/// The options of a file checked with `config` and `flags` (from a compilation database): the
+/// configuration's, the database's after them, then the command line's flags (strongest), and
+/// the toolkit's include folders last when asked for.
+fn options(args: &CheckArgs, config: &Arc<Config>, flags: Option<&Flags>) -> Options {
     let mut opts = Options::default();
     config.apply(&mut opts);
+    if let Some(flags) = flags {
+        flags.apply(&mut opts.frontend);
+    }
     opts.frontend
         .include_dirs
         .extend(args.include_dirs.iter().cloned());
     opts.frontend.defines.extend(args.defines.iter().cloned());
+    // A `-D` on the command line wins over a database's `-U`.
+    opts.frontend
+        .undefines
+        .retain(|u| !args.defines.iter().any(|(name, _)| name == u));
+    if args.system_includes || config.system_includes {
+        system_includes::add_to(&mut opts);
+    }
     opts.kernel = args.kernel.clone();
     if let Some(b) = args.block_dim {
         opts.check.launch_override.block_dim = b.map(Some);
@@ -183,7 +197,15 @@ fn check(args: CheckArgs) -> u8 {
         ColorChoice::Never => false,
         ColorChoice::Auto => stderr_color,
     };
-    let paths = match collect_paths(&args.paths) {
+    let mut databases =
+        project::Databases::new(args.compile_commands.as_deref(), args.no_compile_commands);
+    // No PATH (only with --compile-commands): the database's .cu files.
+    let paths = if args.paths.is_empty() {
+        databases.units()
+    } else {
+        collect_paths(&args.paths)
+    };
+    let paths = match paths {
         Ok(paths) => paths,
         Err(e) => {
             eprintln!("cudarace: error: {e}");
@@ -199,7 +221,9 @@ fn check(args: CheckArgs) -> u8 {
     };
     // Each file with its configuration; files found in folders may be excluded by it (files
     // named on the command line are always checked).
-    let mut work: Vec<(PathBuf, Arc<Config>)> = Vec::with_capacity(paths.len());
+    let mut work: Vec<(PathBuf, Options)> = Vec::with_capacity(paths.len());
+    // The database of each checked file (by address), to build each one's launch index once.
+    let mut used: Vec<(Arc<CompileDb>, Vec<usize>)> = Vec::new();
     for path in paths {
         let config = match configs.for_file(&path, stderr_color) {
             Ok(c) => c,
@@ -213,7 +237,15 @@ fn check(args: CheckArgs) -> u8 {
             tracing::info!(path = %path.display(), "excluded by the configuration");
             continue;
         }
-        work.push((path, config));
+        let db = databases.for_file(&path, &config);
+        let opts = options(&args, &config, project::flags_for(db.as_deref(), &path));
+        if let Some(db) = db {
+            match used.iter_mut().find(|(d, _)| Arc::ptr_eq(d, &db)) {
+                Some((_, items)) => items.push(work.len()),
+                None => used.push((db, vec![work.len()])),
+            }
+        }
+        work.push((path, opts));
     }
     if work.is_empty() {
         eprintln!("cudarace: error: no CUDA files (.cu, .cuh) under the given paths");
@@ -225,7 +257,31 @@ fn check(args: CheckArgs) -> u8 {
             .unwrap_or(1)
     });
     let pool = SolverPool::new(workers);
-    let reports = check_files(&args, &work, &pool);
+    let file_jobs = args
+        .file_jobs
+        .map_or_else(|| default_file_jobs(pool.workers()), |j| j as usize);
+    // Each database's .cu files are read for their launch sites, with their own options.
+    for (db, items) in used {
+        let mut units = Vec::new();
+        for unit in db.cuda_units().into_iter().filter(|p| p.is_file()) {
+            if let Ok(config) = configs.for_file(&unit, stderr_color) {
+                let opts = options(&args, &config, project::flags_for(Some(&db), &unit));
+                units.push((unit, opts));
+            }
+        }
+        let index = Arc::new(project::launch_index(&units, file_jobs));
+        tracing::info!(database = %db.path.display(), sites = index.len(), "launch index");
+        for i in items {
+            // A header: the flags of a unit that includes it, rather than of the nearest entry.
+            if let Some(flags) = project::includer_flags(&db, &index, &work[i].0) {
+                if let Ok(config) = configs.for_file(&work[i].0, stderr_color) {
+                    work[i].1 = options(&args, &config, Some(flags));
+                }
+            }
+            work[i].1.launch_index = Some(index.clone());
+        }
+    }
+    let reports = check_files(&args, &work, &pool, file_jobs);
     // Interrupts what is still running (queries of a kernel whose time budget ran out, workers
     // abandoned by the watchdog); `main` waits for them before the process exits.
     drop(pool);
@@ -277,8 +333,9 @@ fn check(args: CheckArgs) -> u8 {
 /// All files share the one solver pool, so the solver threads stay bounded by `--jobs`.
 fn check_files(
     args: &CheckArgs,
-    work: &[(PathBuf, Arc<Config>)],
+    work: &[(PathBuf, Options)],
     pool: &SolverPool,
+    file_jobs: usize,
 ) -> Vec<FileReport> {
     let progress = if !args.no_progress && work.len() > 1 && std::io::stderr().is_terminal() {
         let bar =
@@ -292,24 +349,13 @@ fn check_files(
     } else {
         ProgressBar::hidden()
     };
-    // One set of options per configuration file.
-    let mut by_config: HashMap<usize, Options> = HashMap::new();
-    for (_, config) in work {
-        by_config
-            .entry(Arc::as_ptr(config) as usize)
-            .or_insert_with(|| options(args, config));
-    }
-    let check_one = |(path, config): &(PathBuf, Arc<Config>)| {
-        let opts = &by_config[&(Arc::as_ptr(config) as usize)];
+    let check_one = |(path, opts): &(PathBuf, Options)| {
         tracing::info!(path = %path.display(), "checking");
         progress.set_message(path.display().to_string());
         let report = analyze_path(path, opts, pool);
         progress.inc(1);
         report
     };
-    let file_jobs = args
-        .file_jobs
-        .map_or_else(|| default_file_jobs(pool.workers()), |j| j as usize);
     let reports = if file_jobs <= 1 {
         work.iter().map(check_one).collect()
     } else {

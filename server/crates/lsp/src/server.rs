@@ -239,6 +239,8 @@ struct State {
     root: Option<PathBuf>,
     /// Whether the client lets us register a file watcher for `cudarace.toml`.
     watch_supported: bool,
+    /// Compilation databases read so far (read again when one changes on disk).
+    databases: cudarace_analysis::db_cache::DbCache,
     /// Configuration files read so far (cleared when one changes on disk).
     configs: HashMap<PathBuf, std::result::Result<Arc<Config>, ConfigError>>,
     /// Configuration files whose errors are to be published (diagnostics on the file itself;
@@ -260,6 +262,7 @@ impl State {
             settings_error: None,
             root: None,
             watch_supported: false,
+            databases: Default::default(),
             configs: HashMap::new(),
             config_diagnostics: HashMap::new(),
         }
@@ -569,7 +572,9 @@ impl State {
             return;
         };
         let config = self.config_for(path.as_deref());
-        let options = self.settings.options_with(&config);
+        let options = self
+            .settings
+            .options_for(path.as_deref(), &config, &mut self.databases);
         // The command line's limit (`Budget::max_file_bytes`), so that both refuse the same files.
         let limit = options.budget.max_file_bytes;
         if size > limit {
@@ -897,7 +902,9 @@ impl State {
         let end = d.doc.offset(p.range.end) as u32;
         let touches = |s: Span| s.file.0 == 0 && s.start <= end && start <= s.end;
         // The same options as the document's check, so that verification reuses its results.
-        let options = self.settings.options_with(&d.config);
+        let options = self
+            .settings
+            .options_for(d.path.as_deref(), &d.config, &mut self.databases);
         let mut out = Vec::new();
         let mut allows = Vec::new();
         let mut seen = std::collections::HashSet::new();

@@ -4,11 +4,14 @@
 //! ```json
 //! { "blockDim": [256], "gridDim": [64, 1, 1], "possibleSeverity": "information",
 //!   "timeoutMs": 2000, "workers": 2, "gridChecks": true, "logLevel": "info",
-//!   "includeDirs": ["/path/include"], "defines": ["TILE=16", "DEBUG"] }
+//!   "includeDirs": ["/path/include"], "defines": ["TILE=16", "DEBUG"],
+//!   "compileCommands": "/path/build/compile_commands.json", "systemIncludes": false }
 //! ```
 
 use crate::pipeline::{CheckOptions, FrontendOptions, Options};
+use cudarace_analysis::compile_db::Flags;
 use cudarace_analysis::config::{set_timeout, Config};
+use cudarace_analysis::db_cache::DbCache;
 use cudarace_ir::LaunchConfig;
 use serde::Deserialize;
 use serde_json::Value;
@@ -58,6 +61,12 @@ pub struct Settings {
     pub include_dirs: Vec<PathBuf>,
     /// Like a compiler's `-D`: `NAME=VALUE` or `NAME` (which defines it as `1`).
     pub defines: Vec<String>,
+    /// The compilation database (`compile_commands.json` or its folder) whose flags each file
+    /// gets; absent: cudarace.toml's `[frontend] compile-commands`, else one found from the file.
+    pub compile_commands: Option<PathBuf>,
+    /// The CUDA toolkit's include folders for `#include <…>`; absent: cudarace.toml's
+    /// `[frontend] system-includes`, else off.
+    pub system_includes: Option<bool>,
 }
 
 impl Default for Settings {
@@ -72,6 +81,8 @@ impl Default for Settings {
             log_level: None,
             include_dirs: vec![],
             defines: vec![],
+            compile_commands: None,
+            system_includes: None,
         }
     }
 }
@@ -163,8 +174,28 @@ impl Settings {
     /// configuration's, then these settings over them (the editor's settings are stronger,
     /// like the command line's flags).
     pub fn options_with(&self, config: &Arc<Config>) -> Options {
+        self.options_with_flags(config, None)
+    }
+
+    /// The options of a document at `path` checked with `config`: the flags its compilation
+    /// database gives it (read through `databases`) come after the configuration's and before
+    /// these settings'.
+    pub fn options_for(
+        &self,
+        path: Option<&std::path::Path>,
+        config: &Arc<Config>,
+        databases: &mut DbCache,
+    ) -> Options {
+        let flags = path.and_then(|p| databases.flags(self.compile_commands.as_deref(), config, p));
+        self.options_with_flags(config, flags.as_ref())
+    }
+
+    fn options_with_flags(&self, config: &Arc<Config>, flags: Option<&Flags>) -> Options {
         let mut opts = Options::default();
         config.apply(&mut opts);
+        if let Some(flags) = flags {
+            flags.apply(&mut opts.frontend);
+        }
         let defines = self
             .defines
             .iter()
@@ -176,7 +207,7 @@ impl Settings {
         let frontend = FrontendOptions {
             include_dirs: self.include_dirs.clone(),
             defines,
-            library: None,
+            ..FrontendOptions::default()
         };
         opts.frontend.include_dirs.extend(frontend.include_dirs);
         opts.frontend.defines.extend(frontend.defines);
@@ -186,6 +217,9 @@ impl Settings {
         }
         if let Some(g) = self.grid_checks {
             opts.check.grid_checks = g;
+        }
+        if self.system_includes.unwrap_or(config.system_includes) {
+            cudarace_analysis::system_includes::add_to(&mut opts);
         }
         opts
     }
@@ -278,5 +312,39 @@ mod tests {
         assert!(Settings::from_json(&json!({"possibleSeverity": "loud"})).is_err());
         assert!(Settings::from_json(&json!({"timeoutMs": "fast"})).is_err());
         assert!(Settings::from_json(&json!({"defines": ["=3"]})).is_err());
+    }
+
+    #[test]
+    fn compile_commands_setting_gives_each_file_its_flags() {
+        let dir = std::env::temp_dir().join(format!("cudarace-lsp-db-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let db = dir.join("flags.json");
+        let text = format!(
+            r#"[{{"directory": "{}", "file": "k.cu", "command": "nvcc -I inc -DTILE=8 -c k.cu"}}]"#,
+            dir.display()
+        );
+        std::fs::write(&db, text).expect("write");
+        let s = Settings::from_json(&json!({"compileCommands": db, "defines": ["EDITOR"],
+                                             "systemIncludes": false}))
+        .unwrap();
+        assert_eq!(s.compile_commands.as_deref(), Some(db.as_path()));
+        assert_eq!(s.system_includes, Some(false));
+        let mut databases = DbCache::default();
+        let config = Arc::new(Config::default());
+        let opts = s.options_for(Some(&dir.join("k.cu")), &config, &mut databases);
+        assert_eq!(opts.frontend.include_dirs, [dir.join("inc")]);
+        let names: Vec<&str> = opts
+            .frontend
+            .defines
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        // The database's flags, then the editor's.
+        assert_eq!(names, ["TILE", "EDITOR"]);
+        // Without a path (an unsaved buffer): no database.
+        let opts = s.options_for(None, &config, &mut databases);
+        assert!(opts.frontend.include_dirs.is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

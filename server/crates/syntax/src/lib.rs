@@ -40,6 +40,11 @@ pub struct FrontendOptions {
     pub include_dirs: Vec<PathBuf>,
     /// `-D NAME=VALUE` definitions; an empty value means `1`.
     pub defines: Vec<(String, String)>,
+    /// `-U NAME`: macros undefined after the definitions above (and nvcc's predefined ones).
+    pub undefines: Vec<String>,
+    /// `-include FILE`: files whose macros are read before the file (in order; their kernels and
+    /// functions are not part of the file: only the preprocessor state carries over).
+    pub pre_includes: Vec<PathBuf>,
     /// What is known about functions without a body and framework macros; `None` means the
     /// bundled library files alone.
     pub library: Option<Arc<cudarace_library::Library>>,

@@ -183,12 +183,16 @@ pub(crate) fn preprocess(path: Option<&Path>, text: &str, opts: &FrontendOptions
             },
         );
     }
+    for name in &opts.undefines {
+        macros.remove(name.trim());
+    }
     let mut pp = Pre {
         opts,
         units: Vec::new(),
         macros,
         seen: Vec::new(),
     };
+    pp.pre_include();
     pp.run(path.map(|p| p.to_path_buf()), Arc::from(text), 0);
     // Framework macros whose header is not there: the library's fallback definitions.
     let library = opts.library();
@@ -240,6 +244,27 @@ struct Pre<'o> {
 }
 
 impl Pre<'_> {
+    /// `-include FILE`: each file is preprocessed before the checked file, like nvcc's
+    /// `--pre-include`, but only its macros (and the files it has read, which a later
+    /// `#include` then skips) are kept: its units are dropped so that file 0 stays the checked
+    /// file. A file that cannot be read is skipped (the compile-database reader warns).
+    fn pre_include(&mut self) {
+        let opts = self.opts;
+        for file in &opts.pre_includes {
+            let Ok(meta) = std::fs::metadata(file) else {
+                continue;
+            };
+            if !meta.is_file() || meta.len() > MAX_INCLUDE_BYTES {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            self.run(Some(file.clone()), Arc::from(text), 1);
+        }
+        self.units.clear();
+    }
+
     fn run(&mut self, path: Option<PathBuf>, text: Arc<str>, depth: usize) {
         let file = FileId(self.units.len() as u32);
         if let Some(p) = &path {
