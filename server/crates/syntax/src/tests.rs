@@ -348,9 +348,12 @@ fn pointer_offset_advanced_in_loop() {
         for (i < $n) {
           init:
             i := 0
+            loop.counter.entry := i
+            pointer.offset.entry := p.offset
           step:
             i := (i + 1)
           body:
+            p.offset := (pointer.offset.entry + ((i - loop.counter.entry) * blockDim.x))
             write#0 p[(p.offset + threadIdx.x)] = 0
             p.offset := (p.offset + blockDim.x)
         }
@@ -1766,9 +1769,12 @@ __global__ void k(float *p, int n) {
         for (i < $n) {
           init:
             i := 0
+            loop.counter.entry := i
+            pointer.offset.entry := r.data.offset
           step:
             i := (i + 1)
           body:
+            r.data.offset := (pointer.offset.entry + ((i - loop.counter.entry) * r.stride))
             r.data.offset := (r.data.offset + r.stride)
             write#0 p[(r.data.offset + threadIdx.x)] = 1
         }
@@ -1885,5 +1891,28 @@ __global__ void k(float *q) { Tile a(q); }"#,
             a.stride := ?0
             "
         )
+    );
+}
+
+#[test]
+fn pointer_bump_not_tied_when_conditional() {
+    // A bump under a condition is not once per iteration: the loop is left as it is.
+    check(
+        "__global__ void k(float *p, int n) { for (int i = 0; i < n; i++) { p[threadIdx.x] = 0; if (threadIdx.x < 4) p += 8; } }",
+        "k",
+        "
+        p.offset := 0
+        for (i < $n) {
+          init:
+            i := 0
+          step:
+            i := (i + 1)
+          body:
+            write#0 p[(p.offset + threadIdx.x)] = 0
+            if (threadIdx.x < 4) {
+              p.offset := (p.offset + 8)
+            }
+        }
+        ",
     );
 }

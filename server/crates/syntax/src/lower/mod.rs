@@ -1147,6 +1147,14 @@ impl<'a, 't> Lowerer<'a, 't> {
         // Unknown code may call a lambda that escaped (cxx/lambdas.rs), in a loop even before
         // the lambda is made.
         cxx::lambdas::add_escaped_locals(&mut self.out, &self.escaped_locals);
+        // Pointers bumped once per iteration of a counted loop follow the counter.
+        let offsets: HashSet<LocalId> = self.slots.iter().filter_map(|s| s.off_local).collect();
+        let mut body = std::mem::take(&mut self.out);
+        let span = self.k.span;
+        cxx::pointer_bumps::tie_bumps(&mut body, &offsets, &mut |name, ty| {
+            self.new_local(name, ty, span)
+        });
+        self.out = body;
         if refers_to_undeclared_array(&self.out, all.len()) {
             // Defensive: an IR naming an array that does not exist would crash the checker.
             self.set_unsupported("internal inconsistency in the front end's pointer analysis");
