@@ -246,6 +246,6 @@ pub(crate) fn sizeof_type(t: &str) -> Option<i64> {
         "float2" | "int2" | "uint2" => 8,
         "float4" | "int4" | "uint4" | "double2" => 16,
         "float3" | "int3" | "uint3" => 12,
-        _ => return None,
+        _ => return crate::lower::cxx::vectors::vector_size(&t),
     })
 }

@@ -1095,14 +1095,16 @@ __global__ void k2(int n) {
         "k2",
         "
         write#0 buf[threadIdx.x] = 1
-        write#1 buf[?2] = 2
-        write#2 buf[?3] = 0
+        write#1 buf[?0] = 2
+        write#2 buf[?1] = 0
         ",
     );
 }
 
 #[test]
-fn vector_view_of_a_parameter_makes_scalar_indices_unknown() {
+fn vector_view_of_a_parameter_covers_its_cells() {
+    // A float4 through a cast float pointer is float cells 4i..4i+3 (cxx/vectors.rs); the
+    // parameter's own indices stay exact.
     check(
         r#"
 __global__ void k(float *p) {
@@ -1111,9 +1113,16 @@ __global__ void k(float *p) {
 }"#,
         "k",
         "
-        read#0 p[threadIdx.x]
-        v := @0
-        write#1 p[?1] = ?0
+        for (vector.cell < 4) {
+          init:
+            vector.cell := 0
+          step:
+            vector.cell := (vector.cell + 1)
+          body:
+            read#0 p[((threadIdx.x * 4) + vector.cell)]
+        }
+        v := ?0
+        write#1 p[threadIdx.x] = ?1
         ",
     );
 }
@@ -1891,6 +1900,34 @@ __global__ void k(float *q) { Tile a(q); }"#,
             a.stride := ?0
             "
         )
+    );
+}
+
+#[test]
+fn vector_pointer_parameter_components_are_cells() {
+    // A `float4 *` parameter is an array of float cells: `.y` of element i is cell 4i+1, the
+    // whole element is cells 4i..4i+3, and a float view of it indexes the same cells.
+    check(
+        r#"
+__global__ void k(float4 *v) {
+  v[threadIdx.x].y = 1;
+  float *f = (float *)v;
+  f[threadIdx.x] = 2;
+  v[threadIdx.x + 1] = make_float4(0, 0, 0, 0);
+}"#,
+        "k",
+        "
+        write#0 v[((threadIdx.x * 4) + 1)] = 1
+        write#1 v[threadIdx.x] = 2
+        for (vector.cell < 4) {
+          init:
+            vector.cell := 0
+          step:
+            vector.cell := (vector.cell + 1)
+          body:
+            write#2 v[(((threadIdx.x + 1) * 4) + vector.cell)]
+        }
+        ",
     );
 }
 

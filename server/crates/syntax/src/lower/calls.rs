@@ -485,6 +485,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     off: Expr::Int(0),
                     stride: Expr::Int(1),
                     elem_size: target,
+                    comp: None,
                 }),
             };
         }
@@ -940,6 +941,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 off: Expr::Int(0),
                 stride: Expr::Int(1),
                 elem_size: None,
+                comp: None,
             });
         }
         match frame.ret_val {

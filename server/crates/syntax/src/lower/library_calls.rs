@@ -296,6 +296,17 @@ impl<'a, 't> Lowerer<'a, 't> {
                 )),
                 None,
             ),
+            (Access::Atomic, Place::Cells { array, .. }) => {
+                // A whole vector element: not modelled as an atomic.
+                self.opaque(
+                    format!("`{name}` on a vector element"),
+                    span,
+                    vec![array],
+                    vec![],
+                    false,
+                );
+                (None, None)
+            }
             (Access::Atomic, Place::Many(v)) => {
                 self.opaque(
                     format!("`{name}` through a pointer that may point into different arrays"),

@@ -2,7 +2,7 @@
 //! kernel set-up. Statements, expressions, pointers and calls live in the submodules.
 
 mod calls;
-mod cxx;
+pub(crate) mod cxx;
 mod expr;
 mod library_calls;
 mod objects;
@@ -271,6 +271,9 @@ pub(crate) struct PtrVal {
     pub off: Expr,
     pub stride: Expr,
     pub elem_size: Option<i64>,
+    /// Size in bytes of one component when the pointee is a CUDA vector type (`float4` → 4):
+    /// `p[i].y` is then the cells of the second component (see `cxx/vectors.rs`).
+    pub comp: Option<i64>,
 }
 
 /// A pointer variable (parameter, local, or bound device-function parameter).
@@ -283,6 +286,8 @@ pub(crate) struct PtrSlot {
     /// The offset local, when the pointer is reassigned.
     pub off_local: Option<LocalId>,
     pub elem_size: Option<i64>,
+    /// Component size when the pointee is a vector type (see [`PtrVal::comp`]).
+    pub comp: Option<i64>,
     pub used: bool,
     /// For array-shaped parameters (`float t[][32]`): the sizes after the first dimension.
     pub inner: Vec<Option<Expr>>,
@@ -306,6 +311,15 @@ pub(crate) enum Place {
     },
     Local(LocalId),
     Many(Vec<ArrayId>),
+    /// `width` consecutive cells from `start` (flat) of a scalar array: an element of a vector
+    /// type seen through a cast pointer (`reinterpret_cast<float4 *>(p)[i]`, a `float4 *`
+    /// parameter); `comp` is the cells of one component, when it is a vector (`cxx/vectors.rs`).
+    Cells {
+        array: ArrayId,
+        start: Expr,
+        width: i64,
+        comp: Option<i64>,
+    },
     Private,
     Unknown,
     /// A pointer variable (assignments change what it points to).
@@ -597,6 +611,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     /// `place.member`: selects the member cell of a whole struct element.
     pub fn select_member(&mut self, p: Place, member: &str, span: Span) -> Place {
         match p {
+            Place::Cells { .. } => self.select_component(p, member),
             Place::Cell {
                 array,
                 mut index,
@@ -994,12 +1009,18 @@ impl<'a, 't> Lowerer<'a, 't> {
                     template_index: None,
                     value: None,
                 });
+                // A vector type's array is one of components, seen through a pointer whose
+                // elements are several cells (cxx/vectors.rs).
+                let (elem, cell) = match cxx::vectors::vector_type(&ty_text) {
+                    Some(v) if shape == Shape::Pointer => (v.comp, Some(v.comp_size)),
+                    _ => (types::scalar_type(&ty_text), types::elem_size(&ty_text)),
+                };
                 let arr = self.new_array(
                     &name,
                     MemSpace::Global,
                     ArrayOrigin::Param(id.0),
-                    types::scalar_type(&ty_text),
-                    types::elem_size(&ty_text),
+                    elem,
+                    cell,
                     vec![None],
                     span,
                 );
@@ -1010,6 +1031,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     types::elem_size(&ty_text),
                     &name,
                 );
+                self.slots[slot].comp = cxx::vectors::comp_size(&ty_text);
                 self.bind(&name, Binding::Ptr(slot));
             }
             Shape::Scalar
@@ -1135,6 +1157,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             off_expr: off,
             off_local,
             elem_size,
+            comp: None,
             used: false,
             inner: vec![],
         });

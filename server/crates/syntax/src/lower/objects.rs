@@ -750,6 +750,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 off: Expr::Int(0),
                 stride: Expr::Int(1),
                 elem_size: None,
+                comp: None,
             }),
             _ => Val::S(self.unknown("member of an object", span, false)),
         }

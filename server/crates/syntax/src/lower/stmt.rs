@@ -804,6 +804,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     }
                     let key = (self.src.file, decl.start_byte());
                     let slot = self.new_slot(key, base, off, types::elem_size(&ty_text), &name);
+                    self.slots[slot].comp = cxx::vectors::comp_size(&ty_text);
                     self.bind(&name, Binding::Ptr(slot));
                 }
                 Shape::Array if declarator_has_pointer(decl) => {
