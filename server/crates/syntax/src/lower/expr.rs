@@ -703,6 +703,11 @@ impl<'a, 't> Lowerer<'a, 't> {
         let (va, ea) = self.capture(|s| s.expr(a));
         let (vb, eb) = self.capture(|s| s.expr(b));
         if ea.is_empty() && eb.is_empty() {
+            if let (Val::P(p), Val::P(q)) = (&va, &vb) {
+                if let Some(r) = self.choose_ptr(&c, p, q, span) {
+                    return Val::P(r);
+                }
+            }
             return match (va, vb) {
                 (Val::P(p), Val::P(q)) => {
                     let base = p.base.join(&q.base);
@@ -788,6 +793,10 @@ impl<'a, 't> Lowerer<'a, 't> {
     ) -> PtrVal {
         if base_ty.trim() == "void" {
             return p;
+        }
+        if matches!(p.base, Base::Choice(..)) && p.elem_size != target {
+            // Each target would need its own re-view: only the arrays are kept.
+            p.base = cxx::choice::without_choice(&p.base);
         }
         if let Base::Arr(id) = p.base {
             // `(float*)smem` at offset 0 before any other access: the array is viewed with the

@@ -296,12 +296,23 @@ impl<'a, 't> Lowerer<'a, 't> {
                 )),
                 None,
             ),
-            (Access::Atomic, Place::Cells { array, .. }) => {
-                // A whole vector element: not modelled as an atomic.
+            (Access::Atomic, p @ (Place::Cells { .. } | Place::Choice { .. })) => {
+                // A whole vector, or one of two arrays: not modelled as an atomic.
+                let arrays = match &p {
+                    Place::Cells { array, .. } => vec![*array],
+                    Place::Choice { a, b, .. } => [a, b]
+                        .iter()
+                        .flat_map(|x| match x.as_ref() {
+                            Place::Cell { array, .. } | Place::Cells { array, .. } => vec![*array],
+                            _ => vec![ALL_ARRAYS],
+                        })
+                        .collect(),
+                    _ => vec![ALL_ARRAYS],
+                };
                 self.opaque(
-                    format!("`{name}` on a vector element"),
+                    format!("`{name}` on a vector element or a pointer chosen by a conditional"),
                     span,
-                    vec![array],
+                    arrays,
                     vec![],
                     false,
                 );

@@ -192,14 +192,16 @@ fn lower_kernel<'t>(tab: &Tables<'t>, def: &FuncDef<'t>) -> Kernel {
             return l.finish();
         }
         for s in &l.slots {
+            // A choice's condition is a local of this pass: the next pass knows only the arrays.
+            let base = cxx::choice::without_choice(&s.base);
             let h = hints.entry(s.key).or_insert(SlotHint {
-                base: s.base.clone(),
+                base: base.clone(),
                 needs_local: false,
             });
-            h.base = if pass == 1 && h.base != s.base {
+            h.base = if pass == 1 && h.base != base {
                 Base::Unknown
             } else {
-                s.base.clone()
+                base
             };
             h.needs_local |= s.off_local.is_some();
         }
@@ -222,6 +224,9 @@ pub(crate) enum Base {
     Arr(ArrayId),
     /// Different arrays depending on the path taken: accesses become opaque.
     Many(Vec<ArrayId>),
+    /// `c ? a : b` between two arrays: `a` where the condition (a local holding the value `c`
+    /// had when the pointer was chosen) is true, else `b` (`cxx/choice.rs`).
+    Choice(LocalId, ArrayId, ArrayId),
     /// Thread-private memory (local arrays, locals, `__constant__`): never racy.
     Private,
     /// Unknown target (e.g. a pointer from an opaque call): may be any array.
@@ -257,6 +262,7 @@ impl Base {
         match self {
             Base::Arr(a) => vec![*a],
             Base::Many(v) => v.clone(),
+            Base::Choice(_, a, b) => vec![*a, *b],
             Base::Unknown => vec![ALL_ARRAYS],
             Base::Private | Base::Null => vec![],
         }
@@ -319,6 +325,13 @@ pub(crate) enum Place {
         start: Expr,
         width: i64,
         comp: Option<i64>,
+    },
+    /// A pointer chosen with `?:` between arrays: the place in `a` where `sel` holds, else the
+    /// one in `b` (`cxx/choice.rs`).
+    Choice {
+        sel: Expr,
+        a: Box<Place>,
+        b: Box<Place>,
     },
     Private,
     Unknown,
@@ -612,6 +625,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     pub fn select_member(&mut self, p: Place, member: &str, span: Span) -> Place {
         match p {
             Place::Cells { .. } => self.select_component(p, member),
+            Place::Choice { sel, a, b } => self.select_in_choice(sel, *a, *b, member, span),
             Place::Cell {
                 array,
                 mut index,

@@ -135,6 +135,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 }
             }
             Base::Arr(id) => self.deref_cell(p, *id, i),
+            Base::Choice(sel, a, b) => self.deref_choice(p, Expr::Local(*sel), *a, *b, i),
             Base::Many(v) => Place::Many(v.clone()),
             Base::Private => Place::Private,
             Base::Unknown | Base::Null => Place::Unknown,
@@ -454,7 +455,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                         let span = self.span(n);
                         self.select_member(c, &member, span)
                     }
-                    c @ Place::Cells { .. } => {
+                    c @ (Place::Cells { .. } | Place::Choice { .. }) => {
                         let member = n
                             .child_by_field_name("field")
                             .map(|f| self.text(f))
@@ -506,6 +507,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 width,
                 ..
             } => self.cells_ptr(array, start, width),
+            Place::Choice { sel, a, b } => self.choice_ptr(sel, *a, *b, span),
             Place::Many(v) => PtrVal {
                 base: Base::Many(v),
                 off: Expr::Int(0),
@@ -597,6 +599,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 width,
                 ..
             } => self.read_cells(array, &start, width, span),
+            Place::Choice { sel, a, b } => self.read_choice(sel, *a, *b, span),
             Place::Local(l) => Expr::Local(l),
             Place::Many(v) => {
                 self.opaque(
@@ -635,6 +638,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 width,
                 ..
             } => self.write_cells(array, &start, width, span),
+            Place::Choice { sel, a, b } => self.write_choice(sel, *a, *b, value, span),
             Place::Local(l) => {
                 let ty = self
                     .k

@@ -128,7 +128,9 @@ impl Lowerer<'_, '_> {
     pub(crate) fn slot_stride(&self, slot: usize) -> i64 {
         let s = &self.slots[slot];
         match s.base {
-            Base::Arr(id) => self.cells_per_elem(id, s.elem_size).unwrap_or(1),
+            Base::Arr(id) | Base::Choice(_, id, _) => {
+                self.cells_per_elem(id, s.elem_size).unwrap_or(1)
+            }
             _ => 1,
         }
     }
