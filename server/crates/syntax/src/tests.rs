@@ -1971,3 +1971,14 @@ fn pointer_bump_not_tied_when_conditional() {
         ",
     );
 }
+
+#[test]
+fn reference_to_a_vector_element_keeps_its_cells() {
+    // `float4 &r = v[i]` refers to the cells of element i as it was when bound.
+    let b = body(
+        "__global__ void k(float4 *v, int n) { int i = threadIdx.x; float4 &r = v[i]; i = i + n; r.y = 1; }",
+        "k",
+    );
+    assert!(!b.contains("v[((i * 4)"), "{b}");
+    assert!(b.contains("write#0 v[(reference.index + 1)] = 1"), "{b}");
+}

@@ -991,6 +991,46 @@ impl<'a, 't> Lowerer<'a, 't> {
                     .collect();
                 Place::Cell { array, index, flat }
             }
+            Place::Cells {
+                array,
+                start,
+                width,
+                comp,
+            } => {
+                let Place::Cell { mut index, .. } = self.snapshot_place(
+                    Place::Cell {
+                        array,
+                        index: vec![start],
+                        flat: true,
+                    },
+                    label,
+                    span,
+                ) else {
+                    return Place::Unknown;
+                };
+                Place::Cells {
+                    array,
+                    start: index.pop().unwrap_or(Expr::Int(0)),
+                    width,
+                    comp,
+                }
+            }
+            Place::Choice { sel, a, b } => {
+                // The choice as it is now, and each side's indices.
+                let now = self.new_local(label, ScalarType::Bool, span);
+                self.emit(Stmt::Assign {
+                    local: now,
+                    value: sel,
+                    span,
+                });
+                let a = self.snapshot_place(*a, label, span);
+                let b = self.snapshot_place(*b, label, span);
+                Place::Choice {
+                    sel: Expr::Local(now),
+                    a: Box::new(a),
+                    b: Box::new(b),
+                }
+            }
             p => p,
         }
     }

@@ -975,6 +975,12 @@ impl<'a, 't> Lowerer<'a, 't> {
             Place::Ptr(s) => Binding::Ptr(s),
             Place::Private => Binding::Private,
             Place::Object(o) => Binding::Object(o),
+            // A vector element or a chosen place as it is now: a later change of a local in
+            // its index does not move the reference.
+            p @ (Place::Cells { .. } | Place::Choice { .. }) => {
+                let span = self.span(e);
+                Binding::Cell(self.snapshot_place(p, "reference.index", span))
+            }
             p => Binding::Cell(p),
         }
     }
