@@ -1982,3 +1982,21 @@ fn reference_to_a_vector_element_keeps_its_cells() {
     assert!(!b.contains("v[((i * 4)"), "{b}");
     assert!(b.contains("write#0 v[(reference.index + 1)] = 1"), "{b}");
 }
+
+#[test]
+fn template_and_auto_pointers_to_vectors_step_over_their_cells() {
+    // `T *` deduced from a `float4 *` argument, and `auto *`, take the argument's element size:
+    // element i is cells 4i..4i+3, not cell i.
+    let b = body(
+        r#"
+template <class T> __device__ void put(T *p, int i, T v) { p[i] = v; }
+__global__ void k(float4 *v) {
+  put(v, threadIdx.x, make_float4(0, 0, 0, 0));
+  auto *w = v;
+  w[threadIdx.x + 1].y = 1;
+}"#,
+        "k",
+    );
+    assert!(b.contains("v[((threadIdx.x * 4) + vector.cell)]"), "{b}");
+    assert!(b.contains("v[(((threadIdx.x + 1) * 4) + 1)] = 1"), "{b}");
+}

@@ -804,6 +804,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                 (_, ArgVal::Ref(b)) => self.bind(&pname, b),
                 (_, ArgVal::V(Val::Group(g))) => self.bind(&pname, Binding::Group(g)),
                 (Shape::Pointer | Shape::Array, ArgVal::V(v)) => {
+                    let (elem_size, comp) = match &v {
+                        Val::P(p) => cxx::vectors::slot_elem(&ty_text, Some(p)),
+                        _ => cxx::vectors::slot_elem(&ty_text, None),
+                    };
                     let (base, off) = match v {
                         Val::P(p) => (p.base, p.off),
                         Val::S(Expr::Int(0)) => (Base::Null, Expr::Int(0)),
@@ -813,7 +817,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                         def.file,
                         decl.map(|d| d.start_byte()).unwrap_or(p.start_byte()),
                     );
-                    let slot = self.new_slot(key, base, off, types::elem_size(&ty_text), &pname);
+                    let slot = self.new_slot(key, base, off, elem_size, &pname);
+                    self.slots[slot].comp = comp;
                     if shape == Shape::Array {
                         if let Some(d) = decl {
                             let (dims, _) = self.capture(|l| l.array_dims(d));
@@ -832,7 +837,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                         def.file,
                         decl.map(|d| d.start_byte()).unwrap_or(p.start_byte()),
                     );
+                    let comp = pv.comp;
                     let slot = self.new_slot(key, pv.base, pv.off, pv.elem_size, &pname);
+                    self.slots[slot].comp = comp;
                     self.bind(&pname, Binding::Ptr(slot));
                 }
                 (_, ArgVal::V(v)) => {

@@ -281,6 +281,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                         }
                         (ObjInit::Unknown, _, _) => None,
                     };
+                    let (elem_size, comp) = match &val {
+                        Some(Val::P(p)) => cxx::vectors::slot_elem(&fty, Some(p)),
+                        _ => cxx::vectors::slot_elem(&fty, None),
+                    };
                     let (base, off) = match val {
                         Some(Val::P(p)) => (p.base, p.off),
                         Some(Val::S(Expr::Int(0))) => (Base::Null, Expr::Int(0)),
@@ -288,7 +292,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                     };
                     // One pointer variable per member, keyed apart from every declaration.
                     let mkey = (key.0, key.1 | ((k + 1) << 40));
-                    let slot = self.new_slot(mkey, base, off, types::elem_size(&fty), &full);
+                    let slot = self.new_slot(mkey, base, off, elem_size, &full);
+                    self.slots[slot].comp = comp;
                     if self.slots[slot].off_local.is_none() {
                         // Methods and member assignments re-point members where no pre-scan
                         // sees it: an offset local from the start avoids a second lowering

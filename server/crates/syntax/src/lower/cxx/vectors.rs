@@ -94,6 +94,17 @@ pub(crate) fn comp_size(type_text: &str) -> Option<i64> {
     vector_type(type_text).map(|v| v.comp_size)
 }
 
+/// The element size and vector component size of a pointer variable declared with element type
+/// `ty` and initialized from `init`. A type whose size is not known (a template parameter `T`,
+/// `auto`) is the initializer's: a `T *` bound to a `float4 *` steps over four float cells.
+pub(crate) fn slot_elem(ty: &str, init: Option<&PtrVal>) -> (Option<i64>, Option<i64>) {
+    match (crate::lower::types::elem_size(ty), init) {
+        (Some(d), _) if d > 0 => (Some(d), comp_size(ty)),
+        (_, Some(p)) => (p.elem_size, p.comp),
+        (d, None) => (d, None),
+    }
+}
+
 /// Cells per element when a pointer with elements of `elem` bytes views an array of `cell`
 /// bytes: `Some(r)` when `elem` is `r > 1` whole cells.
 fn ratio(elem: Option<i64>, cell: Option<i64>) -> Option<i64> {
