@@ -784,12 +784,17 @@ impl<'t> Lowerer<'_, 't> {
             return None;
         }
         let size = types::elem_size(ty);
+        // Like a `float4 *` parameter: an array of component cells (cxx/vectors.rs).
+        let (elem, cell) = match cxx::vectors::vector_type(ty) {
+            Some(v) => (v.comp, Some(v.comp_size)),
+            None => (elem, size),
+        };
         let id = self.new_array(
             name,
             MemSpace::Global,
             ArrayOrigin::DeviceGlobal,
             elem,
-            size,
+            cell,
             vec![None],
             span,
         );
@@ -800,6 +805,7 @@ impl<'t> Lowerer<'_, 't> {
             size,
             name,
         );
+        self.slots[slot].comp = cxx::vectors::comp_size(ty);
         Some(Binding::Ptr(slot))
     }
 
