@@ -529,7 +529,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                         .child_by_field_name("argument")
                         .is_some_and(|x| x.kind() == "subscript_expression")
                 {
-                    if let p @ Place::Cell { .. } = self.place_of(inner) {
+                    if let p @ (Place::Cell { .. } | Place::Cells { .. } | Place::Choice { .. }) =
+                        self.place_of(inner)
+                    {
                         return p;
                     }
                 }

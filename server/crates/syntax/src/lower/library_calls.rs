@@ -296,27 +296,49 @@ impl<'a, 't> Lowerer<'a, 't> {
                 )),
                 None,
             ),
-            (Access::Atomic, p @ (Place::Cells { .. } | Place::Choice { .. })) => {
-                // A whole vector, or one of two arrays: not modelled as an atomic.
-                let arrays = match &p {
-                    Place::Cells { array, .. } => vec![*array],
-                    Place::Choice { a, b, .. } => [a, b]
-                        .iter()
-                        .flat_map(|x| match x.as_ref() {
-                            Place::Cell { array, .. } | Place::Cells { array, .. } => vec![*array],
-                            _ => vec![ALL_ARRAYS],
-                        })
-                        .collect(),
-                    _ => vec![ALL_ARRAYS],
-                };
+            (Access::Atomic, Place::Cells { array, .. }) => {
+                // A whole vector element: not modelled as an atomic.
                 self.opaque(
-                    format!("`{name}` on a vector element or a pointer chosen by a conditional"),
+                    format!("`{name}` on a vector element"),
                     span,
-                    arrays,
+                    vec![array],
                     vec![],
                     false,
                 );
                 (None, None)
+            }
+            (Access::Atomic, Place::Choice { sel, a, b }) => {
+                // The atomic on the array the pointer chose (cxx/choice.rs): an `if` on the
+                // choice. Its old value is no ticket, and it counts as an atomic of unknown
+                // step on each array (so neither hands out tickets).
+                let old = self.new_local(&format!("{name}.old"), ScalarType::Other, span);
+                let mut branches = Vec::new();
+                for side in [*a, *b] {
+                    let ((), block) = self.capture(|s| {
+                        let (v, atomic) = s.effect_on_place(name, side, Access::Atomic, span);
+                        if let Some((_, array)) = atomic {
+                            s.atomic_signs.entry(array).or_default().push(None);
+                        }
+                        let v = v.unwrap_or_else(|| {
+                            s.unknown(format!("old value of `{name}`"), span, false)
+                        });
+                        s.emit(Stmt::Assign {
+                            local: old,
+                            value: v,
+                            span,
+                        });
+                    });
+                    branches.push(block);
+                }
+                let else_branch = branches.pop().unwrap_or_default();
+                let then_branch = branches.pop().unwrap_or_default();
+                self.emit(Stmt::If {
+                    cond: sel,
+                    then_branch,
+                    else_branch,
+                    span,
+                });
+                (Some(Expr::Local(old)), None)
             }
             (Access::Atomic, Place::Many(v)) => {
                 self.opaque(
