@@ -351,6 +351,9 @@ mod tests {
         assert_eq!(vector_type("float"), None);
         assert_eq!(vector_type("float5"), None);
         assert_eq!(vector_type("Vec4"), None);
+        // A bfloat16 pair over bfloat16 cells is two cells.
+        assert_eq!(crate::consteval::sizeof_type("__nv_bfloat16"), Some(2));
+        assert_eq!(vector_size("__nv_bfloat162"), Some(4));
     }
 
     #[test]
