@@ -238,7 +238,8 @@ pub(crate) fn sizeof_type(t: &str) -> Option<i64> {
     }
     Some(match t.as_str() {
         "char" | "signed char" | "unsigned char" | "bool" | "int8_t" | "uint8_t" => 1,
-        "short" | "unsigned short" | "short int" | "half" | "__half" | "int16_t" | "uint16_t" => 2,
+        "short" | "unsigned short" | "short int" | "half" | "__half" | "int16_t" | "uint16_t"
+        | "__nv_bfloat16" | "nv_bfloat16" => 2,
         "int" | "unsigned" | "unsigned int" | "float" | "int32_t" | "uint32_t" | "uint"
         | "signed" => 4,
         "long" | "unsigned long" | "long long" | "unsigned long long" | "double" | "size_t"
@@ -246,6 +247,6 @@ pub(crate) fn sizeof_type(t: &str) -> Option<i64> {
         "float2" | "int2" | "uint2" => 8,
         "float4" | "int4" | "uint4" | "double2" => 16,
         "float3" | "int3" | "uint3" => 12,
-        _ => return None,
+        _ => return crate::lower::cxx::vectors::vector_size(&t),
     })
 }

@@ -328,12 +328,30 @@ __global__ void k(float *a, float *b, int n) {
 }
 
 #[test]
-fn pointer_ternary_between_arrays_is_opaque() {
-    let b = body("__global__ void k(float *a, float *b, int c) { float *p = c ? a : b; p[threadIdx.x] = 0; }", "k");
+fn pointer_ternary_between_arrays_accesses_the_chosen_one() {
+    // The condition is kept in a local when the pointer is chosen (cxx/choice.rs).
+    check(
+        "__global__ void k(float *a, float *b, int c) { float *p = c ? a : b; p[threadIdx.x] = 0; }",
+        "k",
+        "
+        pointer.choice := ($c != 0)
+        if pointer.choice {
+          write#0 a[threadIdx.x] = 0
+        } else {
+          write#1 b[threadIdx.x] = 0
+        }
+        ",
+    );
+}
+
+#[test]
+fn pointer_ternary_reassigned_to_a_third_array_is_opaque() {
+    let b = body(
+        "__global__ void k(float *a, float *b, float *d, int c) { float *p = c ? a : b; if (threadIdx.x == 0) p = d; p[threadIdx.x] = 0; }",
+        "k",
+    );
     assert!(
-        b.contains(
-            "opaque(write through a pointer that may point into different arrays; arrays=[a,b]"
-        ),
+        b.contains("opaque(write through a pointer that may point into different arrays"),
         "{b}"
     );
 }
@@ -348,9 +366,12 @@ fn pointer_offset_advanced_in_loop() {
         for (i < $n) {
           init:
             i := 0
+            loop.counter.entry := i
+            pointer.offset.entry := p.offset
           step:
             i := (i + 1)
           body:
+            p.offset := (pointer.offset.entry + ((i - loop.counter.entry) * blockDim.x))
             write#0 p[(p.offset + threadIdx.x)] = 0
             p.offset := (p.offset + blockDim.x)
         }
@@ -1092,14 +1113,16 @@ __global__ void k2(int n) {
         "k2",
         "
         write#0 buf[threadIdx.x] = 1
-        write#1 buf[?2] = 2
-        write#2 buf[?3] = 0
+        write#1 buf[?0] = 2
+        write#2 buf[?1] = 0
         ",
     );
 }
 
 #[test]
-fn vector_view_of_a_parameter_makes_scalar_indices_unknown() {
+fn vector_view_of_a_parameter_covers_its_cells() {
+    // A float4 through a cast float pointer is float cells 4i..4i+3 (cxx/vectors.rs); the
+    // parameter's own indices stay exact.
     check(
         r#"
 __global__ void k(float *p) {
@@ -1108,9 +1131,16 @@ __global__ void k(float *p) {
 }"#,
         "k",
         "
-        read#0 p[threadIdx.x]
-        v := @0
-        write#1 p[?1] = ?0
+        for (vector.cell < 4) {
+          init:
+            vector.cell := 0
+          step:
+            vector.cell := (vector.cell + 1)
+          body:
+            read#0 p[((threadIdx.x * 4) + vector.cell)]
+        }
+        v := ?0
+        write#1 p[threadIdx.x] = ?1
         ",
     );
 }
@@ -1766,9 +1796,12 @@ __global__ void k(float *p, int n) {
         for (i < $n) {
           init:
             i := 0
+            loop.counter.entry := i
+            pointer.offset.entry := r.data.offset
           step:
             i := (i + 1)
           body:
+            r.data.offset := (pointer.offset.entry + ((i - loop.counter.entry) * r.stride))
             r.data.offset := (r.data.offset + r.stride)
             write#0 p[(r.data.offset + threadIdx.x)] = 1
         }
@@ -1886,4 +1919,84 @@ __global__ void k(float *q) { Tile a(q); }"#,
             "
         )
     );
+}
+
+#[test]
+fn vector_pointer_parameter_components_are_cells() {
+    // A `float4 *` parameter is an array of float cells: `.y` of element i is cell 4i+1, the
+    // whole element is cells 4i..4i+3, and a float view of it indexes the same cells.
+    check(
+        r#"
+__global__ void k(float4 *v) {
+  v[threadIdx.x].y = 1;
+  float *f = (float *)v;
+  f[threadIdx.x] = 2;
+  v[threadIdx.x + 1] = make_float4(0, 0, 0, 0);
+}"#,
+        "k",
+        "
+        write#0 v[((threadIdx.x * 4) + 1)] = 1
+        write#1 v[threadIdx.x] = 2
+        for (vector.cell < 4) {
+          init:
+            vector.cell := 0
+          step:
+            vector.cell := (vector.cell + 1)
+          body:
+            write#2 v[(((threadIdx.x + 1) * 4) + vector.cell)]
+        }
+        ",
+    );
+}
+
+#[test]
+fn pointer_bump_not_tied_when_conditional() {
+    // A bump under a condition is not once per iteration: the loop is left as it is.
+    check(
+        "__global__ void k(float *p, int n) { for (int i = 0; i < n; i++) { p[threadIdx.x] = 0; if (threadIdx.x < 4) p += 8; } }",
+        "k",
+        "
+        p.offset := 0
+        for (i < $n) {
+          init:
+            i := 0
+          step:
+            i := (i + 1)
+          body:
+            write#0 p[(p.offset + threadIdx.x)] = 0
+            if (threadIdx.x < 4) {
+              p.offset := (p.offset + 8)
+            }
+        }
+        ",
+    );
+}
+
+#[test]
+fn reference_to_a_vector_element_keeps_its_cells() {
+    // `float4 &r = v[i]` refers to the cells of element i as it was when bound.
+    let b = body(
+        "__global__ void k(float4 *v, int n) { int i = threadIdx.x; float4 &r = v[i]; i = i + n; r.y = 1; }",
+        "k",
+    );
+    assert!(!b.contains("v[((i * 4)"), "{b}");
+    assert!(b.contains("write#0 v[(reference.index + 1)] = 1"), "{b}");
+}
+
+#[test]
+fn template_and_auto_pointers_to_vectors_step_over_their_cells() {
+    // `T *` deduced from a `float4 *` argument, and `auto *`, take the argument's element size:
+    // element i is cells 4i..4i+3, not cell i.
+    let b = body(
+        r#"
+template <class T> __device__ void put(T *p, int i, T v) { p[i] = v; }
+__global__ void k(float4 *v) {
+  put(v, threadIdx.x, make_float4(0, 0, 0, 0));
+  auto *w = v;
+  w[threadIdx.x + 1].y = 1;
+}"#,
+        "k",
+    );
+    assert!(b.contains("v[((threadIdx.x * 4) + vector.cell)]"), "{b}");
+    assert!(b.contains("v[(((threadIdx.x + 1) * 4) + 1)] = 1"), "{b}");
 }

@@ -531,6 +531,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     off: Expr::Int(0),
                     stride: Expr::Int(1),
                     elem_size: target,
+                    comp: None,
                 }),
             };
         }
@@ -574,7 +575,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                         .child_by_field_name("argument")
                         .is_some_and(|x| x.kind() == "subscript_expression")
                 {
-                    if let p @ Place::Cell { .. } = self.place_of(inner) {
+                    if let p @ (Place::Cell { .. } | Place::Cells { .. } | Place::Choice { .. }) =
+                        self.place_of(inner)
+                    {
                         return p;
                     }
                 }
@@ -849,6 +852,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                 (_, ArgVal::Ref(b)) => self.bind(&pname, b),
                 (_, ArgVal::V(Val::Group(g))) => self.bind(&pname, Binding::Group(g)),
                 (Shape::Pointer | Shape::Array, ArgVal::V(v)) => {
+                    let (elem_size, comp) = match &v {
+                        Val::P(p) => cxx::vectors::slot_elem(&ty_text, Some(p)),
+                        _ => cxx::vectors::slot_elem(&ty_text, None),
+                    };
                     let (base, off) = match v {
                         Val::P(p) => (p.base, p.off),
                         Val::S(Expr::Int(0)) => (Base::Null, Expr::Int(0)),
@@ -858,7 +865,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                         def.file,
                         decl.map(|d| d.start_byte()).unwrap_or(p.start_byte()),
                     );
-                    let slot = self.new_slot(key, base, off, types::elem_size(&ty_text), &pname);
+                    let slot = self.new_slot(key, base, off, elem_size, &pname);
+                    self.slots[slot].comp = comp;
                     if shape == Shape::Array {
                         if let Some(d) = decl {
                             let (dims, _) = self.capture(|l| l.array_dims(d));
@@ -877,7 +885,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                         def.file,
                         decl.map(|d| d.start_byte()).unwrap_or(p.start_byte()),
                     );
+                    let comp = pv.comp;
                     let slot = self.new_slot(key, pv.base, pv.off, pv.elem_size, &pname);
+                    self.slots[slot].comp = comp;
                     self.bind(&pname, Binding::Ptr(slot));
                 }
                 (_, ArgVal::V(v)) => {
@@ -986,6 +996,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 off: Expr::Int(0),
                 stride: Expr::Int(1),
                 elem_size: None,
+                comp: None,
             });
         }
         match frame.ret_val {

@@ -469,6 +469,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 off: Expr::Int(0),
                 stride: Expr::Int(1),
                 elem_size: None,
+                comp: None,
             }),
             Some(Binding::Cell(p)) => Val::S(self.read(p, span)),
             // The array decays to a pointer to its first pointer element.
@@ -477,6 +478,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 off: Expr::Int(0),
                 stride: Expr::Int(1),
                 elem_size: None,
+                comp: None,
             }),
             Some(Binding::Group(g)) => Val::Group(g),
             Some(Binding::Object(_)) => {
@@ -666,7 +668,14 @@ impl<'a, 't> Lowerer<'a, 't> {
                 Val::P(PtrVal { off, ..p })
             }
             ("-", Val::P(p), Val::P(q)) if p.base == q.base => {
-                Val::S(fold(&Expr::bin(BinOp::Sub, p.off, q.off)))
+                let cells = fold(&Expr::bin(BinOp::Sub, p.off, q.off));
+                // Offsets count cells; the difference counts elements.
+                match p.stride {
+                    Expr::Int(r) if r > 1 && p.stride == q.stride => {
+                        Val::S(fold(&Expr::bin(BinOp::Div, cells, Expr::Int(r))))
+                    }
+                    _ => Val::S(cells),
+                }
             }
             (o, a, b) => {
                 let a = self.scalar_of(a, span);
@@ -694,6 +703,11 @@ impl<'a, 't> Lowerer<'a, 't> {
         let (va, ea) = self.capture(|s| s.expr(a));
         let (vb, eb) = self.capture(|s| s.expr(b));
         if ea.is_empty() && eb.is_empty() {
+            if let (Val::P(p), Val::P(q)) = (&va, &vb) {
+                if let Some(r) = self.choose_ptr(&c, p, q, span) {
+                    return Val::P(r);
+                }
+            }
             return match (va, vb) {
                 (Val::P(p), Val::P(q)) => {
                     let base = p.base.join(&q.base);
@@ -702,6 +716,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                         off: Expr::ite(c, p.off, q.off),
                         stride: p.stride,
                         elem_size: p.elem_size,
+                        comp: None,
                     })
                 }
                 (Val::P(p), Val::S(Expr::Int(0))) | (Val::S(Expr::Int(0)), Val::P(p)) => Val::P(p),
@@ -733,6 +748,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     off,
                     stride: p.stride,
                     elem_size: p.elem_size,
+                    comp: None,
                 })
             }
             (va, vb) => {
@@ -775,16 +791,24 @@ impl<'a, 't> Lowerer<'a, 't> {
         base_ty: &str,
         span: Span,
     ) -> PtrVal {
-        if base_ty.trim() == "void" || !matches!(p.base, Base::Arr(_)) || p.elem_size == target {
+        if base_ty.trim() == "void" {
             return p;
+        }
+        if matches!(p.base, Base::Choice(..)) && p.elem_size != target {
+            // Each target would need its own re-view: only the arrays are kept.
+            p.base = cxx::choice::without_choice(&p.base);
         }
         if let Base::Arr(id) = p.base {
             // `(float*)smem` at offset 0 before any other access: the array is viewed with the
             // new element type from now on (direct accesses by its name become imprecise).
+            // Vector types are not re-views: their elements are cells (`cxx/vectors.rs`).
             if p.off == Expr::Int(0)
                 && p.stride == Expr::Int(1)
                 && !self.accessed.contains(&id)
                 && target.is_some()
+                && p.elem_size != target
+                && p.elem_size == self.elem_size(id)
+                && cxx::vectors::vector_type(base_ty).is_none()
             {
                 if let Some(sz) = self.elem_sizes.get_mut(id.0 as usize) {
                     *sz = target;
@@ -793,6 +817,13 @@ impl<'a, 't> Lowerer<'a, 't> {
                 p.elem_size = target;
                 return p;
             }
+        }
+        if let Some(w) = self.widen_ptr(&p, target, base_ty) {
+            return w;
+        }
+        if !matches!(p.base, Base::Arr(_)) || p.elem_size == target {
+            p.comp = cxx::vectors::comp_size(base_ty);
+            return p;
         }
         p.off = self.unknown(
             "pointer cast between element types of different sizes",

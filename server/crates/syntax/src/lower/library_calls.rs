@@ -296,6 +296,50 @@ impl<'a, 't> Lowerer<'a, 't> {
                 )),
                 None,
             ),
+            (Access::Atomic, Place::Cells { array, .. }) => {
+                // A whole vector element: not modelled as an atomic.
+                self.opaque(
+                    format!("`{name}` on a vector element"),
+                    span,
+                    vec![array],
+                    vec![],
+                    false,
+                );
+                (None, None)
+            }
+            (Access::Atomic, Place::Choice { sel, a, b }) => {
+                // The atomic on the array the pointer chose (cxx/choice.rs): an `if` on the
+                // choice. Its old value is no ticket, and it counts as an atomic of unknown
+                // step on each array (so neither hands out tickets).
+                let old = self.new_local(&format!("{name}.old"), ScalarType::Other, span);
+                let mut branches = Vec::new();
+                for side in [*a, *b] {
+                    let ((), block) = self.capture(|s| {
+                        let (v, atomic) = s.effect_on_place(name, side, Access::Atomic, span);
+                        if let Some((_, array)) = atomic {
+                            s.atomic_signs.entry(array).or_default().push(None);
+                        }
+                        let v = v.unwrap_or_else(|| {
+                            s.unknown(format!("old value of `{name}`"), span, false)
+                        });
+                        s.emit(Stmt::Assign {
+                            local: old,
+                            value: v,
+                            span,
+                        });
+                    });
+                    branches.push(block);
+                }
+                let else_branch = branches.pop().unwrap_or_default();
+                let then_branch = branches.pop().unwrap_or_default();
+                self.emit(Stmt::If {
+                    cond: sel,
+                    then_branch,
+                    else_branch,
+                    span,
+                });
+                (Some(Expr::Local(old)), None)
+            }
             (Access::Atomic, Place::Many(v)) => {
                 self.opaque(
                     format!("`{name}` through a pointer that may point into different arrays"),

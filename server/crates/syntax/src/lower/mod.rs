@@ -2,7 +2,7 @@
 //! kernel set-up. Statements, expressions, pointers and calls live in the submodules.
 
 mod calls;
-mod cxx;
+pub(crate) mod cxx;
 mod expr;
 mod library_calls;
 mod objects;
@@ -192,14 +192,16 @@ fn lower_kernel<'t>(tab: &Tables<'t>, def: &FuncDef<'t>) -> Kernel {
             return l.finish();
         }
         for s in &l.slots {
+            // A choice's condition is a local of this pass: the next pass knows only the arrays.
+            let base = cxx::choice::without_choice(&s.base);
             let h = hints.entry(s.key).or_insert(SlotHint {
-                base: s.base.clone(),
+                base: base.clone(),
                 needs_local: false,
             });
-            h.base = if pass == 1 && h.base != s.base {
+            h.base = if pass == 1 && h.base != base {
                 Base::Unknown
             } else {
-                s.base.clone()
+                base
             };
             h.needs_local |= s.off_local.is_some();
         }
@@ -222,6 +224,9 @@ pub(crate) enum Base {
     Arr(ArrayId),
     /// Different arrays depending on the path taken: accesses become opaque.
     Many(Vec<ArrayId>),
+    /// `c ? a : b` between two arrays: `a` where the condition (a local holding the value `c`
+    /// had when the pointer was chosen) is true, else `b` (`cxx/choice.rs`).
+    Choice(LocalId, ArrayId, ArrayId),
     /// Thread-private memory (local arrays, locals, `__constant__`): never racy.
     Private,
     /// Unknown target (e.g. a pointer from an opaque call): may be any array.
@@ -257,6 +262,7 @@ impl Base {
         match self {
             Base::Arr(a) => vec![*a],
             Base::Many(v) => v.clone(),
+            Base::Choice(_, a, b) => vec![*a, *b],
             Base::Unknown => vec![ALL_ARRAYS],
             Base::Private | Base::Null => vec![],
         }
@@ -271,6 +277,9 @@ pub(crate) struct PtrVal {
     pub off: Expr,
     pub stride: Expr,
     pub elem_size: Option<i64>,
+    /// Size in bytes of one component when the pointee is a CUDA vector type (`float4` → 4):
+    /// `p[i].y` is then the cells of the second component (see `cxx/vectors.rs`).
+    pub comp: Option<i64>,
 }
 
 /// A pointer variable (parameter, local, or bound device-function parameter).
@@ -283,6 +292,8 @@ pub(crate) struct PtrSlot {
     /// The offset local, when the pointer is reassigned.
     pub off_local: Option<LocalId>,
     pub elem_size: Option<i64>,
+    /// Component size when the pointee is a vector type (see [`PtrVal::comp`]).
+    pub comp: Option<i64>,
     pub used: bool,
     /// For array-shaped parameters (`float t[][32]`): the sizes after the first dimension.
     pub inner: Vec<Option<Expr>>,
@@ -306,6 +317,22 @@ pub(crate) enum Place {
     },
     Local(LocalId),
     Many(Vec<ArrayId>),
+    /// `width` consecutive cells from `start` (flat) of a scalar array: an element of a vector
+    /// type seen through a cast pointer (`reinterpret_cast<float4 *>(p)[i]`, a `float4 *`
+    /// parameter); `comp` is the cells of one component, when it is a vector (`cxx/vectors.rs`).
+    Cells {
+        array: ArrayId,
+        start: Expr,
+        width: i64,
+        comp: Option<i64>,
+    },
+    /// A pointer chosen with `?:` between arrays: the place in `a` where `sel` holds, else the
+    /// one in `b` (`cxx/choice.rs`).
+    Choice {
+        sel: Expr,
+        a: Box<Place>,
+        b: Box<Place>,
+    },
     Private,
     Unknown,
     /// A pointer variable (assignments change what it points to).
@@ -597,6 +624,8 @@ impl<'a, 't> Lowerer<'a, 't> {
     /// `place.member`: selects the member cell of a whole struct element.
     pub fn select_member(&mut self, p: Place, member: &str, span: Span) -> Place {
         match p {
+            Place::Cells { .. } => self.select_component(p, member),
+            Place::Choice { sel, a, b } => self.select_in_choice(sel, *a, *b, member, span),
             Place::Cell {
                 array,
                 mut index,
@@ -994,12 +1023,18 @@ impl<'a, 't> Lowerer<'a, 't> {
                     template_index: None,
                     value: None,
                 });
+                // A vector type's array is one of components, seen through a pointer whose
+                // elements are several cells (cxx/vectors.rs).
+                let (elem, cell) = match cxx::vectors::vector_type(&ty_text) {
+                    Some(v) if shape == Shape::Pointer => (v.comp, Some(v.comp_size)),
+                    _ => (types::scalar_type(&ty_text), types::elem_size(&ty_text)),
+                };
                 let arr = self.new_array(
                     &name,
                     MemSpace::Global,
                     ArrayOrigin::Param(id.0),
-                    types::scalar_type(&ty_text),
-                    types::elem_size(&ty_text),
+                    elem,
+                    cell,
                     vec![None],
                     span,
                 );
@@ -1010,6 +1045,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     types::elem_size(&ty_text),
                     &name,
                 );
+                self.slots[slot].comp = cxx::vectors::comp_size(&ty_text);
                 self.bind(&name, Binding::Ptr(slot));
             }
             Shape::Scalar
@@ -1135,6 +1171,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             off_expr: off,
             off_local,
             elem_size,
+            comp: None,
             used: false,
             inner: vec![],
         });
@@ -1147,6 +1184,14 @@ impl<'a, 't> Lowerer<'a, 't> {
         // Unknown code may call a lambda that escaped (cxx/lambdas.rs), in a loop even before
         // the lambda is made.
         cxx::lambdas::add_escaped_locals(&mut self.out, &self.escaped_locals);
+        // Pointers bumped once per iteration of a counted loop follow the counter.
+        let offsets: HashSet<LocalId> = self.slots.iter().filter_map(|s| s.off_local).collect();
+        let mut body = std::mem::take(&mut self.out);
+        let span = self.k.span;
+        cxx::pointer_bumps::tie_bumps(&mut body, &offsets, &mut |name, ty| {
+            self.new_local(name, ty, span)
+        });
+        self.out = body;
         if refers_to_undeclared_array(&self.out, all.len()) {
             // Defensive: an IR naming an array that does not exist would crash the checker.
             self.set_unsupported("internal inconsistency in the front end's pointer analysis");

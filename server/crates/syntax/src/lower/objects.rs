@@ -281,6 +281,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                         }
                         (ObjInit::Unknown, _, _) => None,
                     };
+                    let (elem_size, comp) = match &val {
+                        Some(Val::P(p)) => cxx::vectors::slot_elem(&fty, Some(p)),
+                        _ => cxx::vectors::slot_elem(&fty, None),
+                    };
                     let (base, off) = match val {
                         Some(Val::P(p)) => (p.base, p.off),
                         Some(Val::S(Expr::Int(0))) => (Base::Null, Expr::Int(0)),
@@ -288,7 +292,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                     };
                     // One pointer variable per member, keyed apart from every declaration.
                     let mkey = (key.0, key.1 | ((k + 1) << 40));
-                    let slot = self.new_slot(mkey, base, off, types::elem_size(&fty), &full);
+                    let slot = self.new_slot(mkey, base, off, elem_size, &full);
+                    self.slots[slot].comp = comp;
                     if self.slots[slot].off_local.is_none() {
                         // Methods and member assignments re-point members where no pre-scan
                         // sees it: an offset local from the start avoids a second lowering
@@ -750,6 +755,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 off: Expr::Int(0),
                 stride: Expr::Int(1),
                 elem_size: None,
+                comp: None,
             }),
             _ => Val::S(self.unknown("member of an object", span, false)),
         }
@@ -989,6 +995,46 @@ impl<'a, 't> Lowerer<'a, 't> {
                     })
                     .collect();
                 Place::Cell { array, index, flat }
+            }
+            Place::Cells {
+                array,
+                start,
+                width,
+                comp,
+            } => {
+                let Place::Cell { mut index, .. } = self.snapshot_place(
+                    Place::Cell {
+                        array,
+                        index: vec![start],
+                        flat: true,
+                    },
+                    label,
+                    span,
+                ) else {
+                    return Place::Unknown;
+                };
+                Place::Cells {
+                    array,
+                    start: index.pop().unwrap_or(Expr::Int(0)),
+                    width,
+                    comp,
+                }
+            }
+            Place::Choice { sel, a, b } => {
+                // The choice as it is now, and each side's indices.
+                let now = self.new_local(label, ScalarType::Bool, span);
+                self.emit(Stmt::Assign {
+                    local: now,
+                    value: sel,
+                    span,
+                });
+                let a = self.snapshot_place(*a, label, span);
+                let b = self.snapshot_place(*b, label, span);
+                Place::Choice {
+                    sel: Expr::Local(now),
+                    a: Box::new(a),
+                    b: Box::new(b),
+                }
             }
             p => p,
         }

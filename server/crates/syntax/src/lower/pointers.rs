@@ -76,6 +76,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             off: Expr::Int(0),
             stride,
             elem_size: self.elem_size(id),
+            comp: None,
         }
     }
 
@@ -88,6 +89,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             off,
             stride: Expr::Int(1),
             elem_size: self.elem_size(id),
+            comp: None,
         }
     }
 
@@ -98,11 +100,15 @@ impl<'a, 't> Lowerer<'a, 't> {
             Some(l) => Expr::Local(l),
             None => s.off_expr.clone(),
         };
+        let (base, elem_size, comp) = (s.base.clone(), s.elem_size, s.comp);
+        // A pointer whose element is several cells of its array steps over that many.
+        let stride = Expr::Int(self.slot_stride(slot));
         PtrVal {
-            base: s.base.clone(),
+            base,
             off,
-            stride: Expr::Int(1),
-            elem_size: s.elem_size,
+            stride,
+            elem_size,
+            comp,
         }
     }
 
@@ -120,40 +126,52 @@ impl<'a, 't> Lowerer<'a, 't> {
             return Place::Unknown;
         }
         match &p.base {
-            Base::Arr(id) => {
-                let mut off = fold(&Expr::bin(
-                    BinOp::Add,
-                    p.off.clone(),
-                    Expr::bin(BinOp::Mul, i, p.stride.clone()),
-                ));
-                if self.view_changed.contains(id) && p.elem_size != self.elem_size(*id) {
-                    // Another pointer re-viewed this array with a different element type: this
-                    // pointer's indices are in other units.
-                    let span = self.src.at.unwrap_or_default();
-                    off = self.unknown(
-                        "index through a pointer whose element type differs from another view of the array",
-                        span,
-                        false,
-                    );
-                }
-                let ndims = self.k.arrays.get(id.0 as usize).map_or(0, |a| a.dims.len());
-                if ndims == 0 && off == Expr::Int(0) {
-                    // `*p` with `p = &x` for a shared scalar `x`.
-                    return Place::Cell {
-                        array: *id,
-                        index: vec![],
-                        flat: false,
-                    };
-                }
-                Place::Cell {
-                    array: *id,
-                    index: vec![off],
-                    flat: ndims != 1,
+            Base::Arr(id)
+                if !(self.view_changed.contains(id) && p.elem_size != self.elem_size(*id)) =>
+            {
+                match self.wide_deref(p, *id, i.clone()) {
+                    Some(place) => place,
+                    None => self.deref_cell(p, *id, i),
                 }
             }
+            Base::Arr(id) => self.deref_cell(p, *id, i),
+            Base::Choice(sel, a, b) => self.deref_choice(p, Expr::Local(*sel), *a, *b, i),
             Base::Many(v) => Place::Many(v.clone()),
             Base::Private => Place::Private,
             Base::Unknown | Base::Null => Place::Unknown,
+        }
+    }
+
+    /// `p[i]` for a pointer whose elements are cells of its array `id`.
+    pub fn deref_cell(&mut self, p: &PtrVal, id: ArrayId, i: Expr) -> Place {
+        let mut off = fold(&Expr::bin(
+            BinOp::Add,
+            p.off.clone(),
+            Expr::bin(BinOp::Mul, i, p.stride.clone()),
+        ));
+        if self.view_changed.contains(&id) && p.elem_size != self.elem_size(id) {
+            // Another pointer re-viewed this array with a different element type: this
+            // pointer's indices are in other units.
+            let span = self.src.at.unwrap_or_default();
+            off = self.unknown(
+                "index through a pointer whose element type differs from another view of the array",
+                span,
+                false,
+            );
+        }
+        let ndims = self.k.arrays.get(id.0 as usize).map_or(0, |a| a.dims.len());
+        if ndims == 0 && off == Expr::Int(0) {
+            // `*p` with `p = &x` for a shared scalar `x`.
+            return Place::Cell {
+                array: id,
+                index: vec![],
+                flat: false,
+            };
+        }
+        Place::Cell {
+            array: id,
+            index: vec![off],
+            flat: ndims != 1,
         }
     }
 
@@ -223,6 +241,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                                 off,
                                 stride: Expr::Int(1),
                                 elem_size: self.elem_size(id),
+                                comp: None,
                             });
                         }
                     }
@@ -284,6 +303,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                             off,
                             stride: Expr::Int(1),
                             elem_size: None,
+                            comp: None,
                         };
                         return match idxs.len() {
                             1 => Err(p),
@@ -409,7 +429,18 @@ impl<'a, 't> Lowerer<'a, 't> {
                     .unwrap_or_default();
                 if op == "->" {
                     return match self.expr(arg) {
-                        Val::P(p) => self.deref(&p, Expr::Int(0)),
+                        Val::P(p) => match self.deref(&p, Expr::Int(0)) {
+                            // `v->y` through a vector pointer: that component's cells.
+                            c @ Place::Cells { .. } => {
+                                let member = n
+                                    .child_by_field_name("field")
+                                    .map(|f| self.text(f))
+                                    .unwrap_or_default();
+                                let span = self.span(n);
+                                self.select_member(c, &member, span)
+                            }
+                            other => other,
+                        },
                         _ => Place::Unknown,
                     };
                 }
@@ -417,6 +448,14 @@ impl<'a, 't> Lowerer<'a, 't> {
                 // struct is thread-private.
                 match self.place_of(arg) {
                     c @ Place::Cell { .. } => {
+                        let member = n
+                            .child_by_field_name("field")
+                            .map(|f| self.text(f))
+                            .unwrap_or_default();
+                        let span = self.span(n);
+                        self.select_member(c, &member, span)
+                    }
+                    c @ (Place::Cells { .. } | Place::Choice { .. }) => {
                         let member = n
                             .child_by_field_name("field")
                             .map(|f| self.text(f))
@@ -459,25 +498,36 @@ impl<'a, 't> Lowerer<'a, 't> {
                     off,
                     stride: one,
                     elem_size: self.elem_size(array),
+                    comp: None,
                 }
             }
+            Place::Cells {
+                array,
+                start,
+                width,
+                ..
+            } => self.cells_ptr(array, start, width),
+            Place::Choice { sel, a, b } => self.choice_ptr(sel, *a, *b, span),
             Place::Many(v) => PtrVal {
                 base: Base::Many(v),
                 off: Expr::Int(0),
                 stride: one,
                 elem_size: None,
+                comp: None,
             },
             Place::Local(_) | Place::Private => PtrVal {
                 base: Base::Private,
                 off: Expr::Int(0),
                 stride: one,
                 elem_size: None,
+                comp: None,
             },
             Place::Unknown | Place::Ptr(_) | Place::Object(_) => PtrVal {
                 base: Base::Unknown,
                 off: Expr::Int(0),
                 stride: one,
                 elem_size: None,
+                comp: None,
             },
         }
     }
@@ -512,6 +562,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                         off: Expr::Int(0),
                         stride: Expr::Int(1),
                         elem_size: None,
+                        comp: None,
                     }),
                 }
             }
@@ -542,6 +593,13 @@ impl<'a, 't> Lowerer<'a, 't> {
             Place::Cell { array, index, flat } => {
                 Expr::Load(self.access(array, index, flat, AccessMode::Read, None, span))
             }
+            Place::Cells {
+                array,
+                start,
+                width,
+                ..
+            } => self.read_cells(array, &start, width, span),
+            Place::Choice { sel, a, b } => self.read_choice(sel, *a, *b, span),
             Place::Local(l) => Expr::Local(l),
             Place::Many(v) => {
                 self.opaque(
@@ -574,6 +632,13 @@ impl<'a, 't> Lowerer<'a, 't> {
             Place::Cell { array, index, flat } => {
                 self.access(array, index, flat, AccessMode::Write, Some(value), span);
             }
+            Place::Cells {
+                array,
+                start,
+                width,
+                ..
+            } => self.write_cells(array, &start, width, span),
+            Place::Choice { sel, a, b } => self.write_choice(sel, *a, *b, value, span),
             Place::Local(l) => {
                 let ty = self
                     .k
@@ -659,6 +724,11 @@ impl<'a, 't> Lowerer<'a, 't> {
 
     pub fn ptr_add(&mut self, slot: usize, delta: Expr, span: Span) {
         let l = self.ensure_off_local(slot, span);
+        // The offset counts cells: a step of a pointer to wider elements is several.
+        let delta = match self.slot_stride(slot) {
+            1 => delta,
+            r => Expr::bin(BinOp::Mul, delta, Expr::Int(r)),
+        };
         self.emit(Stmt::Assign {
             local: l,
             value: fold(&Expr::bin(BinOp::Add, Expr::Local(l), delta)),
@@ -714,12 +784,17 @@ impl<'t> Lowerer<'_, 't> {
             return None;
         }
         let size = types::elem_size(ty);
+        // Like a `float4 *` parameter: an array of component cells (cxx/vectors.rs).
+        let (elem, cell) = match cxx::vectors::vector_type(ty) {
+            Some(v) => (v.comp, Some(v.comp_size)),
+            None => (elem, size),
+        };
         let id = self.new_array(
             name,
             MemSpace::Global,
             ArrayOrigin::DeviceGlobal,
             elem,
-            size,
+            cell,
             vec![None],
             span,
         );
@@ -730,6 +805,7 @@ impl<'t> Lowerer<'_, 't> {
             size,
             name,
         );
+        self.slots[slot].comp = cxx::vectors::comp_size(ty);
         Some(Binding::Ptr(slot))
     }
 

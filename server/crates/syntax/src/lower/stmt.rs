@@ -794,6 +794,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                         Some(i) => self.init_value(i),
                         None => Val::S(Expr::Int(0)),
                     };
+                    let (elem_size, comp) = match &v {
+                        Val::P(p) => cxx::vectors::slot_elem(&ty_text, Some(p)),
+                        _ => cxx::vectors::slot_elem(&ty_text, None),
+                    };
                     let (base, off) = match v {
                         Val::P(p) => (p.base, p.off),
                         Val::S(Expr::Int(0)) => (Base::Null, Expr::Int(0)),
@@ -803,7 +807,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                         self.mark_volatile(*id);
                     }
                     let key = (self.src.file, decl.start_byte());
-                    let slot = self.new_slot(key, base, off, types::elem_size(&ty_text), &name);
+                    let slot = self.new_slot(key, base, off, elem_size, &name);
+                    self.slots[slot].comp = comp;
                     self.bind(&name, Binding::Ptr(slot));
                 }
                 Shape::Array if declarator_has_pointer(decl) => {
@@ -890,7 +895,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                     if let Some(Val::P(p)) = v {
                         // `auto p = &s[0];`: a pointer although the declarator has no `*`.
                         let key = (self.src.file, decl.start_byte());
+                        let comp = p.comp;
                         let slot = self.new_slot(key, p.base, p.off, p.elem_size, &name);
+                        self.slots[slot].comp = comp;
                         self.bind(&name, Binding::Ptr(slot));
                         continue;
                     }
@@ -974,6 +981,12 @@ impl<'a, 't> Lowerer<'a, 't> {
             Place::Ptr(s) => Binding::Ptr(s),
             Place::Private => Binding::Private,
             Place::Object(o) => Binding::Object(o),
+            // A vector element or a chosen place as it is now: a later change of a local in
+            // its index does not move the reference.
+            p @ (Place::Cells { .. } | Place::Choice { .. }) => {
+                let span = self.span(e);
+                Binding::Cell(self.snapshot_place(p, "reference.index", span))
+            }
             p => Binding::Cell(p),
         }
     }

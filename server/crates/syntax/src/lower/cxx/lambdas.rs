@@ -265,7 +265,9 @@ impl<'a, 't> Lowerer<'a, 't> {
             Binding::Ptr(s) => {
                 let v = self.slot_value(s);
                 let inner = self.slots[s].inner.clone();
+                let comp = v.comp;
                 let ns = self.new_slot(key, v.base, v.off, v.elem_size, label);
+                self.slots[ns].comp = comp;
                 self.slots[ns].inner = inner;
                 Binding::Ptr(ns)
             }
@@ -405,7 +407,12 @@ impl<'a, 't> Lowerer<'a, 't> {
             } else {
                 let label = format!("{label}.{name}");
                 match self.expr(right) {
-                    Val::P(p) => Binding::Ptr(self.new_slot(k, p.base, p.off, p.elem_size, &label)),
+                    Val::P(p) => {
+                        let comp = p.comp;
+                        let ns = self.new_slot(k, p.base, p.off, p.elem_size, &label);
+                        self.slots[ns].comp = comp;
+                        Binding::Ptr(ns)
+                    }
                     Val::Group(g) => Binding::Group(g),
                     Val::S(e) => self.snapshot(&label, Binding::Value(e), k, true, span),
                     Val::Void => return None,

@@ -1,7 +1,15 @@
 //! Modern C++ in kernels (issue 15), one file per idea.
 //!
 //! - `lambdas.rs`: lambdas and function objects (`operator()`) are inlined at their calls.
+//! - `vectors.rs`: vector types (`float4`) as consecutive cells, and pointer casts to wider
+//!   elements (`reinterpret_cast<float4 *>(p)[i]`) as accesses to the cells they cover.
+//! - `pointer_bumps.rs`: a pointer bumped once per iteration of a counted loop is tied to the
+//!   loop counter.
+//! - `choice.rs`: a pointer chosen with `?:` between two arrays accesses the one chosen.
 //! - `type_params.rs`: template type parameters bound to classes of the file (`reduce<Add>`).
 
+pub(crate) mod choice;
 pub(crate) mod lambdas;
+pub(crate) mod pointer_bumps;
 pub(crate) mod type_params;
+pub(crate) mod vectors;
