@@ -12,7 +12,9 @@
 //!   thread's index (`threadIdx.x + start`: where the threads' range begins), is at least 0.
 //! - `non-negative-indices`: the cell of a kernel's pointer parameter that two threads meet on
 //!   has non-negative coordinates (the pointer is the start of the buffer).
-//! - `shared-in-bounds`: the cell of a `__shared__` array with a declared size is inside it.
+//! - `shared-in-bounds`: the cell of a `__shared__` array with a declared size is inside it;
+//!   and a block fits the per-thread slots every thread fills before any may leave
+//!   (`s[threadIdx.x] = …` with `s[32]`: `blockDim.x <= 32`) unless the launch fixes it.
 //! - `single-block-without-launch`: a kernel that never reads `blockIdx` or `gridDim` and that
 //!   the file never launches is launched with one block (cross-block races need more); one that
 //!   reads no thread index or block size, with one thread per block.
@@ -640,4 +642,103 @@ fn assigned_values(b: &Block, f: &mut dyn FnMut(cudarace_ir::LocalId, &Expr)) {
             _ => {}
         }
     }
+}
+
+/// `blockDim.d <= n` for every `__shared__` array with a constant size `n` that every thread
+/// indexes by its own `threadIdx.d` before any thread may leave (`s[threadIdx.x] = …` as the
+/// kernel's first statements): the kernel is written for blocks that fit its per-thread slots,
+/// and a larger block would index outside the array. Not for a dimension the launch fixes.
+pub fn shared_slot_assumptions(
+    kernel: &Kernel,
+    block_fixed: [bool; 3],
+    switches: &AssumptionSwitches,
+) -> Vec<Assumption> {
+    use cudarace_ir::{Builtin, Dim};
+    if !switches.shared_in_bounds {
+        return vec![];
+    }
+    let const_size = |e: &Option<Expr>| match e.as_ref().map(strip_casts) {
+        Some(Expr::Int(n)) if *n > 0 => i64::try_from(*n).ok(),
+        Some(Expr::Param(p)) => kernel
+            .params
+            .get(p.0 as usize)
+            .and_then(|p| p.value)
+            .filter(|v| *v > 0),
+        _ => None,
+    };
+    // Locals holding a thread index (`int tx = threadIdx.x;`), assigned once at the top.
+    let mut thread_locals: BTreeMap<cudarace_ir::LocalId, Dim> = BTreeMap::new();
+    let mut assigned_twice: Vec<cudarace_ir::LocalId> = Vec::new();
+    assigned_values(&kernel.body, &mut |l, v| {
+        if thread_locals.remove(&l).is_some() || assigned_twice.contains(&l) {
+            assigned_twice.push(l);
+        } else if let Expr::Builtin(Builtin::ThreadIdx(d)) = strip_casts(v) {
+            thread_locals.insert(l, *d);
+        }
+    });
+    let thread_dim = |e: &Expr| match strip_casts(e) {
+        Expr::Builtin(Builtin::ThreadIdx(d)) => Some(*d),
+        Expr::Local(l) => thread_locals.get(l).copied(),
+        _ => None,
+    };
+    let mut bounds: BTreeMap<usize, (i64, String)> = BTreeMap::new();
+    for s in &kernel.body {
+        match s {
+            Stmt::Access(a) => {
+                let Some(arr) = kernel.arrays.get(a.array.0 as usize) else {
+                    continue;
+                };
+                if !(arr.space == MemSpace::Shared && arr.origin == ArrayOrigin::SharedDecl) {
+                    continue;
+                }
+                if a.index.len() != arr.dims.len() {
+                    continue;
+                }
+                for (i, size) in a.index.iter().zip(&arr.dims) {
+                    let (Some(d), Some(n)) = (thread_dim(i), const_size(size)) else {
+                        continue;
+                    };
+                    let e = bounds.entry(d.index()).or_insert((n, arr.name.clone()));
+                    if n < e.0 {
+                        *e = (n, arr.name.clone());
+                    }
+                }
+            }
+            Stmt::Assign { .. } | Stmt::Barrier(_) | Stmt::Assume { .. } => {}
+            // A branch or loop no thread leaves the kernel from: every thread goes on.
+            Stmt::If { .. } | Stmt::Loop(_) if !may_return(std::slice::from_ref(s)) => {}
+            // Past a `return`, or anything else some threads may have left by.
+            _ => break,
+        }
+    }
+    bounds
+        .into_iter()
+        .filter(|(d, _)| !block_fixed[*d])
+        .map(|(d, (n, array))| Assumption {
+            term: le(
+                Term::Var(format!("blockDim.{}", Dim::ALL[d].name()).into()),
+                int(n),
+            ),
+            broken: Broken::OutOfBounds {
+                array,
+                size: n.to_string(),
+            },
+        })
+        .collect()
+}
+
+/// Whether a thread may leave the kernel in `b` (a `return`, or code the checker cannot see).
+fn may_return(b: &[Stmt]) -> bool {
+    b.iter().any(|s| match s {
+        Stmt::Return { .. } | Stmt::Opaque(_) => true,
+        Stmt::If {
+            then_branch,
+            else_branch,
+            ..
+        } => may_return(then_branch) || may_return(else_branch),
+        Stmt::Loop(l) => [&l.init, &l.cond_effects, &l.body, &l.step]
+            .iter()
+            .any(|blk| may_return(blk)),
+        _ => false,
+    })
 }

@@ -204,6 +204,14 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
     let launched = file.launch_sites.iter().any(|s| s.kernel == kernel.name);
     let fixed =
         |dims: &[launch::DimSpec; 3]| dims.iter().all(|d| matches!(d, launch::DimSpec::Fixed(_)));
+    kernel_assumptions.extend(assumptions::shared_slot_assumptions(
+        kernel,
+        launch
+            .block
+            .clone()
+            .map(|d| !matches!(d, launch::DimSpec::Symbolic)),
+        &opts.assumptions,
+    ));
     kernel_assumptions.extend(assumptions::launch_assumptions(
         p.block_dims_used,
         p.grid_dims_used,
