@@ -658,7 +658,7 @@ pub fn shared_slot_assumptions(
         return vec![];
     }
     let const_size = |e: &Option<Expr>| match e.as_ref().map(strip_casts) {
-        Some(Expr::Int(n)) if *n > 0 => i64::try_from(*n).ok(),
+        Some(Expr::Int(n)) if *n > 0 => Some(*n),
         Some(Expr::Param(p)) => kernel
             .params
             .get(p.0 as usize)
