@@ -18,8 +18,11 @@
 //! - `single-block-without-launch`: a kernel that never reads `blockIdx` or `gridDim` and that
 //!   the file never launches is launched with one block (cross-block races need more); one that
 //!   reads no thread index or block size, with one thread per block.
-//! - `leading-dimensions`: in an index `col + row * ld` where `col` is compared with a parameter
-//!   `n` (`if (col < n)`, `if (col >= n) return`, also `n` moved by a constant: `if (col > n - 2)`)
+//! - `leading-dimensions`: in an index `row * 64 + threadIdx.x` (or `blockIdx.y`) with a constant
+//!   row step and no guard on the column, the block (grid) is no wider than the row: the kernel
+//!   is written for that size, unless the launch fixes it. In an index `col + row * ld` where
+//!   `col` is compared with a parameter `n` (`if (col < n)`, `if (col >= n) return`, also `n`
+//!   moved by a constant: `if (col > n - 2)`)
 //!   or is `x % n`, the leading dimension covers the row: `ld >= n` (a pitch is at least the row
 //!   length it is the pitch of). The index may be built in a local first, and the leading
 //!   dimension may count smaller units than the index (`row * ld / 32 + col`: `ld / 32 >= n`).
@@ -98,6 +101,12 @@ impl Broken {
                     (1, _) => format!("{name} < 1"),
                     (m, _) => format!("{name} < {m}"),
                 }
+            }
+            // A launch size past the row it indexes: "blockDim.x > 16".
+            Broken::LeadingDimension { ld, scale: 1, row }
+                if row.starts_with("blockDim.") || row.starts_with("gridDim.") =>
+            {
+                format!("{row} > {ld}")
             }
             Broken::LeadingDimension { ld, scale: 1, row } => format!("{ld} < {row}"),
             Broken::LeadingDimension { ld, scale, row } => format!("{ld} / {scale} < {row}"),
@@ -483,8 +492,10 @@ pub const MAX_PRECONDITIONS: usize = 16;
 /// the parameter `n` (see the module documentation).
 pub fn leading_dimension_assumptions(
     kernel: &Kernel,
+    (block_fixed, grid_fixed): ([bool; 3], [bool; 3]),
     switches: &AssumptionSwitches,
 ) -> Vec<Assumption> {
+    use cudarace_ir::Builtin;
     if !switches.leading_dimensions {
         return vec![];
     }
@@ -496,19 +507,24 @@ pub fn leading_dimension_assumptions(
             .map(|p| p.name.clone()),
         _ => None,
     };
+    let param_amount = |e: &Expr| int_param(e).map(Amount::param);
     // A bound is a parameter, or a parameter moved by a constant (`if (ix > nx - 2) return`
     // keeps `ix` below `nx - 1`: the row it indexes is `nx` long).
     let bound_param = |e: &Expr| match strip_casts(e) {
         Expr::Binary(BinOp::Add | BinOp::Sub, a, b) if matches!(strip_casts(b), Expr::Int(_)) => {
-            int_param(a)
+            param_amount(a)
         }
-        Expr::Binary(BinOp::Add, a, b) if matches!(strip_casts(a), Expr::Int(_)) => int_param(b),
-        other => int_param(other),
+        Expr::Binary(BinOp::Add, a, b) if matches!(strip_casts(a), Expr::Int(_)) => param_amount(b),
+        other => param_amount(other),
     };
-    // (compared expression, bounding parameter), from every comparison of the kernel.
-    let mut bounded: Vec<(Expr, String)> = Vec::new();
+    // (compared expression, its bound), from every comparison of the kernel; and every
+    // compared expression (a thread index the kernel guards itself says nothing of the block).
+    let mut bounded: Vec<(Expr, Amount)> = Vec::new();
+    let mut compared: Vec<Expr> = Vec::new();
     walk_block(&kernel.body, &mut |e, _| {
         if let Expr::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, a, b) = e {
+            compared.push(strip_casts(a).clone());
+            compared.push(strip_casts(b).clone());
             for (x, y) in [(a, b), (b, a)] {
                 if let Some(n) = bound_param(y) {
                     let x = strip_casts(x);
@@ -521,39 +537,68 @@ pub fn leading_dimension_assumptions(
     });
     // `x % n` is below `n` too (`int col = index % n`).
     let rem_bound = |e: &Expr| match strip_casts(e) {
-        Expr::Binary(BinOp::Rem, _, n) => int_param(n),
+        Expr::Binary(BinOp::Rem, _, n) => param_amount(n),
         _ => None,
     };
+    // A thread or block index is below its launch size (`row * 16 + threadIdx.x`: a kernel
+    // written for blocks no wider than 16), unless the launch fixes that size.
+    let launch_bound = |b: &Builtin| match b {
+        Builtin::ThreadIdx(d) if !block_fixed[d.index()] => {
+            Some(Amount::launch(format!("blockDim.{}", d.name())))
+        }
+        Builtin::BlockIdx(d) if !grid_fixed[d.index()] => {
+            Some(Amount::launch(format!("gridDim.{}", d.name())))
+        }
+        _ => None,
+    };
+    let mut once: BTreeMap<cudarace_ir::LocalId, usize> = BTreeMap::new();
     assigned_values(&kernel.body, &mut |l, value| {
+        *once.entry(l).or_default() += 1;
         if let Some(n) = rem_bound(value) {
             bounded.push((Expr::Local(l), n));
         }
     });
+    assigned_values(&kernel.body, &mut |l, value| {
+        if compared.contains(&Expr::Local(l)) {
+            return;
+        }
+        if let (Some(1), Expr::Builtin(b)) = (once.get(&l), strip_casts(value)) {
+            if let Some(n) = launch_bound(b) {
+                bounded.push((Expr::Local(l), n));
+            }
+        }
+    });
     // The row step of a product: `row * ld` (scale 1), `row * ld / c` and `row * (ld / c)` (a
-    // leading dimension counted in smaller units than the index, scale `c`).
-    let row_step = |prod: &Expr| -> Option<(String, i64)> {
+    // leading dimension counted in smaller units than the index, scale `c`), `row * 16`.
+    let row_step = |prod: &Expr| -> Option<(Amount, i64)> {
         let positive = |e: &Expr| match strip_casts(e) {
             Expr::Int(c) if *c > 1 => Some(*c),
             _ => None,
         };
         let scaled_param = |e: &Expr| match strip_casts(e) {
-            Expr::Binary(BinOp::Div, p, c) => Some((int_param(p)?, positive(c)?)),
-            other => Some((int_param(other)?, 1)),
+            Expr::Binary(BinOp::Div, p, c) => Some((param_amount(p)?, positive(c)?)),
+            other => Some((param_amount(other)?, 1)),
         };
         match strip_casts(prod) {
-            Expr::Binary(BinOp::Mul, x, y) => scaled_param(x).or_else(|| scaled_param(y)),
+            Expr::Binary(BinOp::Mul, x, y) => {
+                scaled_param(x).or_else(|| scaled_param(y)).or_else(|| {
+                    positive(x)
+                        .or_else(|| positive(y))
+                        .map(|c| (Amount::Const(c), 1))
+                })
+            }
             Expr::Binary(BinOp::Div, m, c) => {
                 let Expr::Binary(BinOp::Mul, x, y) = strip_casts(m) else {
                     return None;
                 };
                 let c = positive(c)?;
-                let ld = int_param(x).or_else(|| int_param(y))?;
+                let ld = param_amount(x).or_else(|| param_amount(y))?;
                 Some((ld, c))
             }
             _ => None,
         }
     };
-    let mut pairs: Vec<(String, i64, String)> = Vec::new();
+    let mut pairs: Vec<(Amount, i64, Amount)> = Vec::new();
     let mut visit_index = |e: &Expr| {
         walk_expr(
             e,
@@ -566,13 +611,26 @@ pub fn leading_dimension_assumptions(
                         continue;
                     };
                     let col = strip_casts(col);
-                    let rows = rem_bound(col).into_iter().chain(
+                    let mut rows: Vec<Amount> = rem_bound(col).into_iter().collect();
+                    rows.extend(
                         bounded
                             .iter()
                             .filter(|(c, _)| c == col)
                             .map(|(_, n)| n.clone()),
                     );
-                    for n in rows.collect::<Vec<_>>() {
+                    if let Expr::Builtin(b) = col {
+                        if !compared.contains(col) {
+                            rows.extend(launch_bound(b));
+                        }
+                    }
+                    for n in rows {
+                        // A launch size is bounded by a constant row step only (a kernel
+                        // written for a block size), and a constant row step bounds nothing
+                        // else: `row * ldc + threadIdx.x` with no guard on the column is a
+                        // missing guard, not a plausibility question.
+                        if matches!(ld, Amount::Const(_)) != n.is_launch() {
+                            continue;
+                        }
                         let pair = (ld.clone(), scale, n);
                         if pair.2 != ld && !pairs.contains(&pair) {
                             pairs.push(pair);
@@ -589,13 +647,46 @@ pub fn leading_dimension_assumptions(
     pairs
         .into_iter()
         .map(|(ld, scale, row)| Assumption {
-            term: le(
-                mul(int(scale), Term::Var(format!("param.{row}").into())),
-                Term::Var(format!("param.{ld}").into()),
-            ),
-            broken: Broken::LeadingDimension { ld, scale, row },
+            term: le(mul(int(scale), row.term()), ld.term()),
+            broken: Broken::LeadingDimension {
+                ld: ld.text(),
+                scale,
+                row: row.text(),
+            },
         })
         .collect()
+}
+
+/// A size in a leading-dimension assumption: a parameter, a launch size or a constant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Amount {
+    /// The query variable and the name to show.
+    Var(String, String),
+    Const(i64),
+}
+
+impl Amount {
+    fn param(name: String) -> Amount {
+        Amount::Var(format!("param.{name}"), name)
+    }
+    fn launch(var: String) -> Amount {
+        Amount::Var(var.clone(), var)
+    }
+    fn is_launch(&self) -> bool {
+        matches!(self, Amount::Var(v, _) if v.starts_with("blockDim.") || v.starts_with("gridDim."))
+    }
+    fn term(&self) -> Term {
+        match self {
+            Amount::Var(v, _) => Term::Var(v.clone().into()),
+            Amount::Const(c) => int(*c),
+        }
+    }
+    fn text(&self) -> String {
+        match self {
+            Amount::Var(_, t) => t.clone(),
+            Amount::Const(c) => c.to_string(),
+        }
+    }
 }
 
 /// Every index expression of every access of the block.

@@ -197,8 +197,13 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
     meta.launch_warning = launch.warning.clone();
     let roles = assumptions::param_roles(kernel);
     let mut kernel_assumptions = assumptions::param_assumptions(kernel, &roles, &opts.assumptions);
+    let fixed_dims = |dims: &[launch::DimSpec; 3]| {
+        dims.clone()
+            .map(|d| !matches!(d, launch::DimSpec::Symbolic))
+    };
     kernel_assumptions.extend(assumptions::leading_dimension_assumptions(
         kernel,
+        (fixed_dims(&launch.block), fixed_dims(&launch.grid)),
         &opts.assumptions,
     ));
     let launched = file.launch_sites.iter().any(|s| s.kernel == kernel.name);
