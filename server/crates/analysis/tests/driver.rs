@@ -75,6 +75,7 @@ fn kernels_past_the_file_budget_are_unknown() {
     let pool = SolverPool::new(1);
     let mut opts = Options::default();
     opts.budget.file_time = std::time::Duration::ZERO;
+    opts.budget.late_kernel_slice = std::time::Duration::ZERO;
     let r = analyze_source(Some(Path::new("k.cu")), TWO_KERNELS, &opts, &pool);
     let shift = &r.kernels[0];
     assert_eq!(shift.verdict, Verdict::Unknown, "{shift:#?}");
