@@ -148,3 +148,25 @@ async fn keystrokes_do_not_rebuild_the_index_and_a_save_rereads_one_unit() {
     c.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_database_builds_no_index_and_the_file_is_still_checked() {
+    let dir = project("malformed");
+    std::fs::write(dir.join("build/compile_commands.json"), "{").expect("write");
+    let header = dir.join("include/scale.cuh");
+    let uri = uri_of(&header);
+    let mut c = Client::initialized(json!({"defines": ["WIDTH=256"]})).await;
+    c.open(&uri, &std::fs::read_to_string(&header).expect("the header"));
+    // Checked alone (any block size): racy; no index, no crash.
+    let published = c.diagnostics(&uri).await;
+    assert!(!races(&published).is_empty(), "{published:#}");
+    c.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri_of(&dir.join("src/wide.cu"))}}),
+    );
+    let stats = c.stats(&uri).await;
+    assert_eq!(stats["serverIndexBuilds"], 0, "{stats:#}");
+    assert_eq!(stats["serverIndexUnitReads"], 0, "{stats:#}");
+    c.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
