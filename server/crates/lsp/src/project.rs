@@ -14,6 +14,10 @@
 //! - A database read again because it changed on disk, or a change of the settings or of a
 //!   `cudarace.toml`, drops the index; the next check builds it again.
 //!
+//! - Once the index is built, a header that no entry compiles is checked with the flags of the
+//!   first unit that includes it (before that, with those of the nearest entry), as on the
+//!   command line.
+//!
 //! Each unit is read with the flags its entry gives it, the settings and the configuration of the
 //! document that asked for the index first. A missing or malformed database is a warning of
 //! [`cudarace_analysis::db_cache::DbCache`]; a unit that cannot be read has no sites.
@@ -225,6 +229,20 @@ impl Projects {
     }
 }
 
+/// The flags of the first unit of `index` that includes `file`, when no entry of `db` compiles
+/// `file` itself (a header): the command line's rule (`cudarace check` uses the same one).
+pub fn includer_flags<'d>(
+    db: &'d CompileDb,
+    index: &LaunchIndex,
+    file: &Path,
+) -> Option<&'d Flags> {
+    if matches!(db.lookup(file), Some((_, Match::Exact))) {
+        return None;
+    }
+    let (entry, _) = db.lookup(index.includer_of(file)?)?;
+    Some(&entry.flags)
+}
+
 /// The position of `file` among the units of `p`, if it is one of them.
 fn unit_position(p: &Project, file: &Path) -> Option<usize> {
     if !matches!(p.db.lookup(file), Some((_, Match::Exact))) {
@@ -244,4 +262,45 @@ fn read_unit(db: PathBuf, p: &Project, unit: usize) -> Box<dyn FnOnce() -> Proje
         unit,
         sites: jobs.get(unit).map(UnitJob::read).unwrap_or_default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_header_gets_the_flags_of_the_unit_that_includes_it() {
+        let dir =
+            std::env::temp_dir().join(format!("cudarace-lsp-includer-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("inc")).expect("temp dir");
+        std::fs::create_dir_all(dir.join("src")).expect("temp dir");
+        std::fs::write(
+            dir.join("inc/k.cuh"),
+            "__global__ void k(int *a) { a[0] = 1; }\n",
+        )
+        .expect("write");
+        std::fs::write(dir.join("src/a.cu"), "void a() {}\n").expect("write");
+        std::fs::write(dir.join("src/b.cu"), "#include \"../inc/k.cuh\"\n").expect("write");
+        let text = format!(
+            r#"[{{"directory": "{d}", "file": "src/a.cu", "arguments": ["nvcc", "-DA"]}},
+                {{"directory": "{d}", "file": "src/b.cu", "arguments": ["nvcc", "-DB"]}}]"#,
+            d = dir.display()
+        );
+        let db = CompileDb::parse(&dir.join("compile_commands.json"), &text).expect("database");
+        let units = ["src/a.cu", "src/b.cu"]
+            .map(|u| unit_sites(&dir.join(u), &FrontendOptions::default(), 1 << 20));
+        let index = LaunchIndex::from_units(units);
+        let names = |f: Option<&Flags>| -> Vec<String> {
+            f.map(|f| f.defines.iter().map(|(n, _)| n.clone()).collect())
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            names(includer_flags(&db, &index, &dir.join("inc/k.cuh"))),
+            ["B"]
+        );
+        // A unit has its own entry.
+        assert!(includer_flags(&db, &index, &dir.join("src/a.cu")).is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

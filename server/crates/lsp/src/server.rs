@@ -621,11 +621,18 @@ impl State {
         };
         let spawn = self.project_spawner();
         let settings = &self.settings;
-        options.launch_index = self.projects.index_for(
+        let index = self.projects.index_for(
             &db,
             &|flags| settings.options_with_flags(config, Some(flags)),
             &spawn,
         );
+        // A header no entry compiles: the flags of the first unit that includes it.
+        if let (Some(index), Some(path)) = (&index, path) {
+            if let Some(flags) = crate::project::includer_flags(&db, index, path) {
+                options = settings.options_with_flags(config, Some(flags));
+            }
+        }
+        options.launch_index = index;
         (options, Some(db.path.clone()))
     }
 
