@@ -25,6 +25,18 @@ impl DbCache {
         config: &Config,
         file: &Path,
     ) -> Option<Flags> {
+        let db = self.database(explicit, config, file)?;
+        db.lookup(file).map(|(entry, _)| entry.flags.clone())
+    }
+
+    /// The database that applies to `file` (chosen as for [`DbCache::flags`]), if it can be
+    /// read. The same `Arc` is returned until the database changes on disk.
+    pub fn database(
+        &mut self,
+        explicit: Option<&Path>,
+        config: &Config,
+        file: &Path,
+    ) -> Option<Arc<CompileDb>> {
         let path = match explicit.or(config.compile_commands.as_deref()) {
             Some(p) => {
                 let p = absolute(p);
@@ -36,8 +48,7 @@ impl DbCache {
             }
             None => CompileDb::discover(file)?,
         };
-        let db = self.load(&path)?;
-        db.lookup(file).map(|(entry, _)| entry.flags.clone())
+        self.load(&path)
     }
 
     fn load(&mut self, path: &Path) -> Option<Arc<CompileDb>> {

@@ -30,7 +30,7 @@ struct Indexed {
 }
 
 /// The sites of one translation unit, by kernel.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct UnitSites {
     sites: Vec<(KernelKey, Indexed)>,
     /// The unit's path as given, and the files it includes (canonical).

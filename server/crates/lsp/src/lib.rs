@@ -12,6 +12,7 @@ pub mod document;
 pub mod hover;
 pub mod inflight;
 pub mod pipeline;
+pub mod project;
 pub mod scheduler;
 pub mod server;
 pub mod settings;

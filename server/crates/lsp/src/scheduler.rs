@@ -154,7 +154,7 @@ pub fn run_check(
             &opts.frontend,
         )
     }));
-    let file = match file {
+    let mut file = match file {
         Ok(file) => file,
         Err(_) => {
             tracing::error!("the front end panicked on {:?}", input.path);
@@ -170,6 +170,11 @@ pub fn run_check(
     };
     if cancel.is_cancelled() {
         return None;
+    }
+    // The launch sites of the project's other files (see [`crate::project`]); they are part of
+    // each kernel's fingerprint, so cached reports follow the index.
+    if let Some(index) = &opts.launch_index {
+        index.add_sites_from_other_files(&mut file);
     }
     let keys = kernel_keys(&file);
     let mut totals = CheckTotals::default();

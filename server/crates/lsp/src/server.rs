@@ -16,7 +16,8 @@ use crate::document::LineIndex16;
 use crate::document::{is_cuda, ByteEdit, Document};
 use crate::hover::{barrier_markdown, finding_markdown, kernel_markdown};
 use crate::pipeline::CancelToken;
-use crate::pipeline::{assess, Config, ConfigError, CONFIG_FILE_NAME};
+use crate::pipeline::{assess, Config, ConfigError, Options, CONFIG_FILE_NAME};
+use crate::project::{ProjectEvent, Projects};
 use crate::scheduler::{run_check, CheckEvent, CheckInput, CheckTotals, Engine};
 use crate::settings::Settings;
 use crate::stats::{DocumentStats, RunningTotals, StatsParams};
@@ -49,6 +50,7 @@ pub(crate) enum Msg {
     DidOpen(DidOpenTextDocumentParams),
     DidChange(DidChangeTextDocumentParams),
     DidClose(DidCloseTextDocumentParams),
+    DidSave(DidSaveTextDocumentParams),
     DidChangeConfiguration(Value),
     DidChangeWatchedFiles(DidChangeWatchedFilesParams),
     Hover(TextDocumentPositionParams, oneshot::Sender<Option<Hover>>),
@@ -69,6 +71,8 @@ pub(crate) enum Msg {
         uri: Uri,
         queries: usize,
     },
+    /// A launch index (or one unit of it) was read in the background.
+    Project(ProjectEvent),
 }
 
 pub(crate) type StatsReply = (DocumentStats, Option<u64>, watch::Receiver<u64>);
@@ -154,6 +158,10 @@ impl LanguageServer for Server {
         self.send(Msg::DidClose(params));
     }
 
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        self.send(Msg::DidSave(params));
+    }
+
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         self.send(Msg::DidChangeConfiguration(params.settings));
     }
@@ -220,6 +228,8 @@ struct DocState {
     /// The configuration the running (or last) check used: its severities and suppression
     /// settings apply to what is published.
     config: Arc<Config>,
+    /// The compilation database (its path) whose launch index the last check used.
+    project: Option<PathBuf>,
     /// The barriers of each kernel (by key) of the last lowered version, and that version.
     barriers: Vec<(String, Vec<Barrier>)>,
     barriers_version: Option<i32>,
@@ -241,6 +251,8 @@ struct State {
     watch_supported: bool,
     /// Compilation databases read so far (read again when one changes on disk).
     databases: cudarace_analysis::db_cache::DbCache,
+    /// The launch index of each database in use (see [`crate::project`]).
+    projects: Projects,
     /// Configuration files read so far (cleared when one changes on disk).
     configs: HashMap<PathBuf, std::result::Result<Arc<Config>, ConfigError>>,
     /// Configuration files whose errors are to be published (diagnostics on the file itself;
@@ -263,6 +275,7 @@ impl State {
             root: None,
             watch_supported: false,
             databases: Default::default(),
+            projects: Projects::default(),
             configs: HashMap::new(),
             config_diagnostics: HashMap::new(),
         }
@@ -335,6 +348,7 @@ impl State {
                 self.config_diagnostics.insert(file, vec![]);
             }
         }
+        self.projects.clear();
         let uris: Vec<Uri> = self.docs.keys().cloned().collect();
         for uri in uris {
             self.start_job(&uri).await;
@@ -365,6 +379,26 @@ impl State {
                         .await;
                 }
             }
+            Msg::DidSave(p) => {
+                if let Some(path) = p.text_document.uri.to_file_path() {
+                    let spawn = self.project_spawner();
+                    self.projects.saved(&path, &spawn);
+                }
+            }
+            Msg::Project(event) => {
+                let spawn = self.project_spawner();
+                if let Some(db) = self.projects.finished(event, &spawn) {
+                    let uris: Vec<Uri> = self
+                        .docs
+                        .iter()
+                        .filter(|(_, d)| d.project.as_ref() == Some(&db))
+                        .map(|(u, _)| u.clone())
+                        .collect();
+                    for uri in uris {
+                        self.start_job(&uri).await;
+                    }
+                }
+            }
             Msg::DidChangeConfiguration(value) => self.did_change_configuration(value).await,
             Msg::DidChangeWatchedFiles(p) => self.did_change_watched_files(p).await,
             Msg::Hover(p, reply) => {
@@ -376,7 +410,7 @@ impl State {
             Msg::Stats(uri, reply) => {
                 let _ = reply.send(self.docs.get(&uri).map(|d| {
                     (
-                        stats_of(&uri, d, &self.engine),
+                        stats_of(&uri, d, &self.engine, &self.projects),
                         d.job.as_ref().map(|j| j.generation),
                         d.done.subscribe(),
                     )
@@ -428,6 +462,8 @@ impl State {
                     TextDocumentSyncOptions {
                         open_close: Some(true),
                         change: Some(TextDocumentSyncKind::INCREMENTAL),
+                        // Saved `.cu` files update the launch index (see `crate::project`).
+                        save: Some(TextDocumentSyncSaveOptions::Supported(true)),
                         ..Default::default()
                     },
                 )),
@@ -482,6 +518,10 @@ impl State {
                 }
                 self.engine.set_workers(settings.worker_count());
                 let changed = settings != self.settings;
+                if changed {
+                    // Units are read with the settings' flags: build the indexes again.
+                    self.projects.clear();
+                }
                 self.settings = settings;
                 changed
             }
@@ -533,6 +573,7 @@ impl State {
             fixes: HashMap::new(),
             fix_cancel: CancelToken::new(),
             config: Arc::new(Config::default()),
+            project: None,
             barriers: vec![],
             barriers_version: None,
         };
@@ -563,6 +604,55 @@ impl State {
         self.start_job(&uri).await;
     }
 
+    /// The options of a document at `path` checked with `config`: the settings', the flags of
+    /// its compilation database, and that database's launch index when it is built (the first
+    /// call starts building it in the background; see [`crate::project`]). Also returns the
+    /// database's path.
+    fn options_for(
+        &mut self,
+        path: Option<&Path>,
+        config: &Arc<Config>,
+    ) -> (Options, Option<PathBuf>) {
+        let mut options = self.settings.options_for(path, config, &mut self.databases);
+        let explicit = self.settings.compile_commands.clone();
+        let Some(db) = path.and_then(|p| self.databases.database(explicit.as_deref(), config, p))
+        else {
+            return (options, None);
+        };
+        let spawn = self.project_spawner();
+        let settings = &self.settings;
+        let index = self.projects.index_for(
+            &db,
+            &|flags| settings.options_with_flags(config, Some(flags)),
+            &spawn,
+        );
+        // A header no entry compiles: the flags of the first unit that includes it.
+        if let (Some(index), Some(path)) = (&index, path) {
+            if let Some(flags) = crate::project::includer_flags(&db, index, path) {
+                options = settings.options_with_flags(config, Some(flags));
+            }
+        }
+        options.launch_index = index;
+        (options, Some(db.path.clone()))
+    }
+
+    /// Runs a read of [`crate::project`] on a blocking thread; its result comes back to the main
+    /// loop as [`Msg::Project`].
+    fn project_spawner(&self) -> impl Fn(Box<dyn FnOnce() -> ProjectEvent + Send>) {
+        let tx = self.tx.clone();
+        move |job| {
+            let tx = tx.clone();
+            tokio::task::spawn_blocking(move || {
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)) {
+                    Ok(event) => {
+                        let _ = tx.send(Msg::Project(event));
+                    }
+                    Err(_) => tracing::error!("reading launch sites panicked"),
+                }
+            });
+        }
+    }
+
     async fn start_job(&mut self, uri: &Uri) {
         let Some((path, size)) = self
             .docs
@@ -572,9 +662,7 @@ impl State {
             return;
         };
         let config = self.config_for(path.as_deref());
-        let options = self
-            .settings
-            .options_for(path.as_deref(), &config, &mut self.databases);
+        let (options, project) = self.options_for(path.as_deref(), &config);
         // The command line's limit (`Budget::max_file_bytes`), so that both refuse the same files.
         let limit = options.budget.max_file_bytes;
         if size > limit {
@@ -585,6 +673,7 @@ impl State {
             return;
         };
         d.config = config;
+        d.project = project;
         cancel_job(d);
         self.next_generation += 1;
         let generation = self.next_generation;
@@ -902,9 +991,11 @@ impl State {
         let end = d.doc.offset(p.range.end) as u32;
         let touches = |s: Span| s.file.0 == 0 && s.start <= end && start <= s.end;
         // The same options as the document's check, so that verification reuses its results.
-        let options = self
-            .settings
-            .options_for(d.path.as_deref(), &d.config, &mut self.databases);
+        let (path, config) = (d.path.clone(), d.config.clone());
+        let (options, _) = self.options_for(path.as_deref(), &config);
+        let Some(d) = self.docs.get_mut(uri) else {
+            return vec![];
+        };
         let mut out = Vec::new();
         let mut allows = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -1061,7 +1152,7 @@ fn cancel_job(d: &mut DocState) {
     }
 }
 
-fn stats_of(uri: &Uri, d: &DocState, engine: &Engine) -> DocumentStats {
+fn stats_of(uri: &Uri, d: &DocState, engine: &Engine, projects: &Projects) -> DocumentStats {
     DocumentStats {
         uri: uri.as_str().to_string(),
         version: d.doc.version,
@@ -1071,6 +1162,8 @@ fn stats_of(uri: &Uri, d: &DocState, engine: &Engine) -> DocumentStats {
         total: d.total,
         publish_count: d.publish_count,
         server_queries_submitted: engine.inflight.submitted(),
+        server_index_builds: projects.builds(),
+        server_index_unit_reads: projects.unit_reads(),
     }
 }
 

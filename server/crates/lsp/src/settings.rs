@@ -190,7 +190,9 @@ impl Settings {
         self.options_with_flags(config, flags.as_ref())
     }
 
-    fn options_with_flags(&self, config: &Arc<Config>, flags: Option<&Flags>) -> Options {
+    /// The options of a file compiled with `flags` (from a compilation database), checked with
+    /// `config`.
+    pub fn options_with_flags(&self, config: &Arc<Config>, flags: Option<&Flags>) -> Options {
         let mut opts = Options::default();
         config.apply(&mut opts);
         if let Some(flags) = flags {

@@ -57,6 +57,11 @@ pub struct DocumentStats {
     /// Queries the server submitted to the solver since it started, for all documents and
     /// including checks that were superseded before they finished.
     pub server_queries_submitted: usize,
+    /// Launch indexes of compilation databases built since the server started (see
+    /// [`crate::project`]); edits never build one.
+    pub server_index_builds: usize,
+    /// Units of a launch index read again after a save, since the server started.
+    pub server_index_unit_reads: usize,
 }
 
 #[cfg(test)]
