@@ -167,7 +167,14 @@ pub fn analyze_kernel_until(
         Some(f) if f < kernel_deadline => (f, Spent::File),
         _ => (kernel_deadline, Spent::Kernel),
     };
-    let answers = solve_before(&plan.queries, opts, pool, deadline, spent);
+    let answers = solve_before(
+        &plan.queries,
+        &plan.solve_order(),
+        opts,
+        pool,
+        deadline,
+        spent,
+    );
     match guarded(|| finish_kernel(&plan, answers, elapsed_ms())) {
         Ok(report) => {
             tracing::debug!(
@@ -186,10 +193,13 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panic_message(&*payload))
 }
 
-/// Submits every query to the pool and collects the answers in order, waiting no longer than
-/// `deadline`; the queries not answered by then are cancelled and answered `unknown`.
+/// Submits every query to the pool (in `order`, a permutation of their indices) and collects
+/// the answers, returned in the queries' own order, waiting no longer than `deadline`; the
+/// queries not answered by then are cancelled and answered `unknown` (those already answered
+/// keep their answers).
 fn solve_before(
     queries: &[Query],
+    order: &[usize],
     opts: &Options,
     pool: &SolverPool,
     deadline: Instant,
@@ -200,30 +210,40 @@ fn solve_before(
     if Instant::now() >= deadline && !queries.is_empty() {
         return queries.iter().map(|_| out_of_budget(opts, spent)).collect();
     }
-    let receivers: Vec<_> = queries
+    let receivers: Vec<(usize, _)> = order
         .iter()
-        .map(|q| pool.submit(q.clone(), opts.check.limits, cancel.clone()))
+        .filter_map(|&i| {
+            let q = queries.get(i)?;
+            Some((i, pool.submit(q.clone(), opts.check.limits, cancel.clone())))
+        })
         .collect();
-    let mut answers = Vec::with_capacity(receivers.len());
-    for rx in receivers {
-        if cancel.is_cancelled() {
-            answers.push(out_of_budget(opts, spent));
-            continue;
-        }
-        let answer = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(answer) => answer,
-            Err(RecvTimeoutError::Timeout) => {
-                tracing::warn!("the {} time budget ran out", spent.whose());
-                cancel.cancel();
-                out_of_budget(opts, spent)
+    let mut answers: Vec<Option<Answer>> = vec![None; queries.len()];
+    for (i, rx) in receivers {
+        let answer = if cancel.is_cancelled() {
+            match rx.try_recv() {
+                Ok(Answer::Unknown(r)) if r == "cancelled" => out_of_budget(opts, spent),
+                Ok(answer) => answer,
+                Err(_) => out_of_budget(opts, spent),
             }
-            Err(RecvTimeoutError::Disconnected) => {
-                Answer::Unknown("solver error: the solver thread gave no answer".to_string())
+        } else {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(answer) => answer,
+                Err(RecvTimeoutError::Timeout) => {
+                    tracing::warn!("the {} time budget ran out", spent.whose());
+                    cancel.cancel();
+                    out_of_budget(opts, spent)
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    Answer::Unknown("solver error: the solver thread gave no answer".to_string())
+                }
             }
         };
-        answers.push(answer);
+        answers[i] = Some(answer);
     }
     answers
+        .into_iter()
+        .map(|a| a.unwrap_or_else(|| out_of_budget(opts, spent)))
+        .collect()
 }
 
 /// Which budget a deadline is.
@@ -481,8 +501,22 @@ mod tests {
         let pool = SolverPool::new(2);
         let queries: Vec<Query> = (0..6).map(query).collect();
         let deadline = Instant::now() + Duration::from_secs(60);
+        let order: Vec<usize> = (0..6).collect();
         let answers = solve_before(
             &queries,
+            &order,
+            &Options::default(),
+            &pool,
+            deadline,
+            Spent::Kernel,
+        );
+        for (i, a) in answers.iter().enumerate() {
+            assert_eq!(a, &Answer::Sat([("x".to_string(), i as i64)].into()));
+        }
+        // Solved in another order (divergence first), answered in the queries' own.
+        let answers = solve_before(
+            &queries,
+            &[5, 3, 0, 1, 2, 4],
             &Options::default(),
             &pool,
             deadline,
@@ -497,8 +531,10 @@ mod tests {
     fn queries_past_the_budget_are_unknown() {
         let pool = SolverPool::new(1);
         let queries: Vec<Query> = (0..50).map(query).collect();
+        let order: Vec<usize> = (0..50).collect();
         let answers = solve_before(
             &queries,
+            &order,
             &Options::default(),
             &pool,
             Instant::now(),

@@ -85,6 +85,19 @@ pub struct KernelPlan {
     meta: Arc<PlanMeta>,
 }
 
+impl KernelPlan {
+    /// The order to solve the queries in: barrier divergence first (a kernel cut by a time
+    /// budget then still reports the divergence it found), then the races, each in plan order.
+    pub fn solve_order(&self) -> Vec<usize> {
+        let divergence =
+            |i: &usize| matches!(self.meta.items.get(*i), Some(Item::Divergence { .. }));
+        let (mut first, rest): (Vec<usize>, Vec<usize>) =
+            (0..self.queries.len()).partition(divergence);
+        first.extend(rest);
+        first
+    }
+}
+
 #[derive(Debug)]
 struct PlanMeta {
     span: Span,

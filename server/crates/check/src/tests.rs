@@ -1312,3 +1312,31 @@ fn query_cap_counts_queries_not_pruned_pairs() {
     assert_verdict(&r, Verdict::Unknown);
     assert!(r.reason.unwrap_or_default().contains("3240 pairs"));
 }
+
+#[test]
+fn divergence_queries_are_solved_first() {
+    // A race (s[tid] against s[tid + 1]) planned before a barrier under a per-thread condition.
+    let mut kb = KB::new("order");
+    let s = kb.shared("s", &[257]);
+    let w = kb.wr(s, vec![tid()], 1);
+    let (r, _) = kb.rd(s, vec![plus(tid(), n(1))], 2);
+    let u = kb.unknown(false);
+    let k = kb_body(&mut kb, vec![w, r, if_(u, vec![sync(4)], vec![], 3)]);
+    let plan = plan_kernel(&file(), &k, &CheckOptions::default());
+    let order = plan.solve_order();
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..plan.queries.len()).collect::<Vec<_>>());
+    let is_divergence = |i: usize| matches!(plan.meta.items[i], Item::Divergence { .. });
+    assert!(plan
+        .meta
+        .items
+        .iter()
+        .any(|i| matches!(i, Item::Race { .. })));
+    assert!(is_divergence(order[0]), "{order:?}");
+    // Every divergence query comes before every race query.
+    let first_race = order.iter().position(|&i| !is_divergence(i));
+    if let Some(p) = first_race {
+        assert!(order[p..].iter().all(|&i| !is_divergence(i)), "{order:?}");
+    }
+}
