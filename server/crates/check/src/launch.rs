@@ -90,10 +90,23 @@ pub fn resolve(
     block_used: [bool; 3],
     grid_used: [bool; 3],
 ) -> Launch {
+    // A site belongs to this kernel when the names match and, among overloads of the name
+    // (`k(char4 *, …11 params)` and `k(int8_t *, …10 params)`), its argument count is this
+    // kernel's, or no overload's (default arguments). A site of another overload would bind
+    // none of this kernel's parameters and so erase every other site's bindings.
+    let call_arity = |k: &Kernel| k.params.iter().filter(|p| !p.is_template).count();
+    let arities: Vec<usize> = file
+        .kernels
+        .iter()
+        .filter(|k| k.name == kernel.name)
+        .map(call_arity)
+        .collect();
+    let mine = call_arity(kernel);
     let sites: Vec<_> = file
         .launch_sites
         .iter()
         .filter(|s| s.kernel == kernel.name)
+        .filter(|s| s.args.is_empty() || s.args.len() == mine || !arities.contains(&s.args.len()))
         .collect();
     // Block and grid sizes are taken from the sites separately: `<<<(n + 127) / 128, 128>>>`
     // fixes the block even though the grid is computed.
