@@ -23,6 +23,10 @@ export interface ServerOptions {
   gridChecks?: boolean;
   /** `tracing` filter for the server's stderr log, e.g. "info" or "cudarace_lsp=debug". */
   logLevel?: string;
+  /** The project's `compile_commands.json` (or its folder); absent = found next to each file. */
+  compileCommands?: string;
+  /** Read the CUDA toolkit's and Debian's system headers (off by default: slower). */
+  systemIncludes?: boolean;
 }
 
 export type PossibleSeverity = 'warning' | 'information' | 'hint';
@@ -37,6 +41,8 @@ export const SETTING_KEYS = [
   'workers',
   'gridChecks',
   'logLevel',
+  'compileCommands',
+  'systemIncludes',
 ] as const;
 export type SettingKey = (typeof SETTING_KEYS)[number];
 
@@ -184,6 +190,18 @@ export function toServerOptions(read: SettingReader): MappedSettings {
   if (!isUnset(logLevel)) {
     if (typeof logLevel === 'string') options.logLevel = logLevel.trim();
     else bad('logLevel', `must be a string such as "info" or "cudarace_lsp=debug", not ${describe(logLevel)}`);
+  }
+
+  const compileCommands = read('compileCommands');
+  if (!isUnset(compileCommands)) {
+    if (typeof compileCommands === 'string') options.compileCommands = compileCommands.trim();
+    else bad('compileCommands', `must be a path to compile_commands.json, not ${describe(compileCommands)}`);
+  }
+
+  const systemIncludes = read('systemIncludes');
+  if (!isUnset(systemIncludes)) {
+    if (typeof systemIncludes === 'boolean') options.systemIncludes = systemIncludes;
+    else bad('systemIncludes', `must be true or false, not ${describe(systemIncludes)}`);
   }
 
   return { options, problems };

@@ -68,6 +68,23 @@ describe('toServerOptions', () => {
     );
   });
 
+  it('forwards the compilation database and the system-headers switch (issue 16)', () => {
+    const { options, problems } = toServerOptions(
+      reader({ compileCommands: ' build/compile_commands.json ', systemIncludes: true }),
+    );
+    assert.deepEqual(problems, []);
+    assert.deepEqual(options, { compileCommands: 'build/compile_commands.json', systemIncludes: true });
+    assert.equal(
+      JSON.stringify(options),
+      '{"compileCommands":"build/compile_commands.json","systemIncludes":true}',
+    );
+    const bad = toServerOptions(reader({ compileCommands: 3, systemIncludes: 'yes' }));
+    assert.deepEqual(bad.options, {});
+    assert.equal(bad.problems.length, 2);
+    assert.match(bad.problems[0], /^cudarace\.compileCommands /);
+    assert.match(bad.problems[1], /^cudarace\.systemIncludes /);
+  });
+
   it('normalizes severity spellings', () => {
     assert.equal(toServerOptions(reader({ possibleSeverity: 'Warning' })).options.possibleSeverity, 'warning');
     assert.equal(toServerOptions(reader({ possibleSeverity: 'info' })).options.possibleSeverity, 'information');
