@@ -354,6 +354,33 @@ impl Expr {
 
 pub type Block = Vec<Stmt>;
 
+/// Adds to `out` every local the block may change: assigned anywhere in it (branches and
+/// nested loops included) or handed to unmodelled code that may write it.
+pub fn assigned_locals(b: &[Stmt], out: &mut std::collections::BTreeSet<LocalId>) {
+    for s in b {
+        match s {
+            Stmt::Assign { local, .. } => {
+                out.insert(*local);
+            }
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                assigned_locals(then_branch, out);
+                assigned_locals(else_branch, out);
+            }
+            Stmt::Loop(l) => {
+                for blk in [&l.init, &l.cond_effects, &l.body, &l.step] {
+                    assigned_locals(blk, out);
+                }
+            }
+            Stmt::Opaque(o) => out.extend(o.locals.iter().copied()),
+            _ => {}
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stmt {
     /// `local = value` (declarations with an initializer, assignments, `++`, compound assignments).
@@ -455,6 +482,30 @@ pub struct Loop {
     pub step: Block,
     pub body: Block,
     pub span: Span,
+}
+
+impl Loop {
+    /// `for (counter = 0; counter < bound; counter++) body`: how the front end spells an effect
+    /// on a range of cells (a library call's range, the cells of a vector element).
+    pub fn counting(counter: LocalId, bound: Expr, body: Block, span: Span) -> Loop {
+        Loop {
+            kind: LoopKind::For,
+            init: vec![Stmt::Assign {
+                local: counter,
+                value: Expr::Int(0),
+                span,
+            }],
+            cond: Some(Expr::bin(BinOp::Lt, Expr::Local(counter), bound)),
+            cond_effects: vec![],
+            step: vec![Stmt::Assign {
+                local: counter,
+                value: Expr::bin(BinOp::Add, Expr::Local(counter), Expr::Int(1)),
+                span,
+            }],
+            body,
+            span,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

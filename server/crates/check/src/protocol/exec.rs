@@ -287,31 +287,6 @@ impl IndexTable {
     }
 }
 
-fn assigned_locals(b: &Block, out: &mut BTreeSet<LocalId>) {
-    for s in b {
-        match s {
-            Stmt::Assign { local, .. } => {
-                out.insert(*local);
-            }
-            Stmt::If {
-                then_branch,
-                else_branch,
-                ..
-            } => {
-                assigned_locals(then_branch, out);
-                assigned_locals(else_branch, out);
-            }
-            Stmt::Loop(l) => {
-                for blk in [&l.init, &l.cond_effects, &l.body, &l.step] {
-                    assigned_locals(blk, out);
-                }
-            }
-            Stmt::Opaque(o) => out.extend(o.locals.iter().copied()),
-            _ => {}
-        }
-    }
-}
-
 /// Does the block contain a `continue` that belongs to the loop whose body it is?
 fn has_own_continue(b: &Block) -> bool {
     b.iter().any(|s| match s {
@@ -1462,8 +1437,8 @@ impl<'k> Exec<'k> {
             }
         }
         let mut elsewhere = BTreeSet::new();
-        assigned_locals(&lp.body, &mut elsewhere);
-        assigned_locals(&lp.cond_effects, &mut elsewhere);
+        cudarace_ir::assigned_locals(&lp.body, &mut elsewhere);
+        cudarace_ir::assigned_locals(&lp.cond_effects, &mut elsewhere);
         let mut out = HashSet::new();
         let [Stmt::Assign { local, value, .. }] = lp.step.as_slice() else {
             return out;
@@ -1491,7 +1466,7 @@ impl<'k> Exec<'k> {
         }
         let mut assigned = BTreeSet::new();
         for blk in [&lp.cond_effects, &lp.body, &lp.step] {
-            assigned_locals(blk, &mut assigned);
+            cudarace_ir::assigned_locals(blk, &mut assigned);
         }
         let assigned: Vec<LocalId> = assigned.into_iter().collect();
         let env0 = self.env.clone();
@@ -1686,7 +1661,7 @@ impl<'k> Exec<'k> {
             let mut next = HashMap::new();
             let mut body_assigned = BTreeSet::new();
             if continues {
-                assigned_locals(&lp.body, &mut body_assigned);
+                cudarace_ir::assigned_locals(&lp.body, &mut body_assigned);
             }
             for (l, h) in &heads {
                 let name = match h {

@@ -402,22 +402,6 @@ impl<'a, 't> Lowerer<'a, 't> {
             let place = l.deref(&p, Expr::Local(k));
             l.effect_on_place(name, place, access, span);
         });
-        self.emit(Stmt::Loop(Loop {
-            kind: LoopKind::For,
-            init: vec![Stmt::Assign {
-                local: k,
-                value: Expr::Int(0),
-                span,
-            }],
-            cond: Some(Expr::bin(BinOp::Lt, Expr::Local(k), elems)),
-            cond_effects: vec![],
-            step: vec![Stmt::Assign {
-                local: k,
-                value: Expr::bin(BinOp::Add, Expr::Local(k), Expr::Int(1)),
-                span,
-            }],
-            body,
-            span,
-        }));
+        self.emit(Stmt::Loop(Loop::counting(k, elems, body, span)));
     }
 }

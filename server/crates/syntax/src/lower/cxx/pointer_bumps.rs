@@ -16,7 +16,7 @@
 //! does not read the offset.
 
 use cudarace_ir::{BinOp, Block, Expr, LocalId, Loop, ScalarType, Stmt};
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 /// Rewrites every loop of `b` (inner loops first). `offsets` are the pointer offset locals;
 /// `new_local` makes a fresh local (name, type).
@@ -55,10 +55,10 @@ fn tie_loop(
     let Some((j, c)) = counter(lp) else {
         return;
     };
-    let mut in_loop = HashSet::new();
-    assigned(&lp.body, &mut in_loop);
-    assigned(&lp.step, &mut in_loop);
-    assigned(&lp.cond_effects, &mut in_loop);
+    let mut in_loop = BTreeSet::new();
+    for blk in [&lp.body, &lp.step, &lp.cond_effects] {
+        cudarace_ir::assigned_locals(blk, &mut in_loop);
+    }
     if count_assigns(&lp.body, j) > 0 || count_assigns(&lp.cond_effects, j) > 0 {
         return;
     }
@@ -178,32 +178,6 @@ fn has_continue(b: &Block) -> bool {
     })
 }
 
-fn assigned(b: &Block, out: &mut HashSet<LocalId>) {
-    for s in b {
-        match s {
-            Stmt::Assign { local, .. } => {
-                out.insert(*local);
-            }
-            Stmt::If {
-                then_branch,
-                else_branch,
-                ..
-            } => {
-                assigned(then_branch, out);
-                assigned(else_branch, out);
-            }
-            Stmt::Loop(lp) => {
-                assigned(&lp.init, out);
-                assigned(&lp.cond_effects, out);
-                assigned(&lp.step, out);
-                assigned(&lp.body, out);
-            }
-            Stmt::Opaque(o) => out.extend(o.locals.iter().copied()),
-            _ => {}
-        }
-    }
-}
-
 fn count_assigns(b: &Block, l: LocalId) -> usize {
     let mut n = 0;
     for s in b {
@@ -229,7 +203,7 @@ fn count_assigns(b: &Block, l: LocalId) -> usize {
 }
 
 /// Built from constants, parameters, launch values and locals the loop never assigns.
-fn invariant(e: &Expr, in_loop: &HashSet<LocalId>) -> bool {
+fn invariant(e: &Expr, in_loop: &BTreeSet<LocalId>) -> bool {
     match e {
         Expr::Int(_) | Expr::Param(_) | Expr::Builtin(_) => true,
         Expr::Local(l) => !in_loop.contains(l),

@@ -303,23 +303,7 @@ impl Lowerer<'_, '_> {
                 l.access(array, index, flat, mode, None, span);
             }
         });
-        self.emit(Stmt::Loop(Loop {
-            kind: LoopKind::For,
-            init: vec![Stmt::Assign {
-                local: k,
-                value: Expr::Int(0),
-                span,
-            }],
-            cond: Some(Expr::bin(BinOp::Lt, Expr::Local(k), Expr::Int(width))),
-            cond_effects: vec![],
-            step: vec![Stmt::Assign {
-                local: k,
-                value: Expr::bin(BinOp::Add, Expr::Local(k), Expr::Int(1)),
-                span,
-            }],
-            body,
-            span,
-        }));
+        self.emit(Stmt::Loop(Loop::counting(k, Expr::Int(width), body, span)));
     }
 
     /// The pointer to the first cell of an element made of cells (`&p4[i]`).
