@@ -622,6 +622,16 @@ impl<'a, 't> Lowerer<'a, 't> {
     }
 
     /// `place.member`: selects the member cell of a whole struct element.
+    /// The member a `field_expression` `n` names, of the place `p` its object is.
+    pub fn field_of_place(&mut self, n: Node, p: Place) -> Place {
+        let member = n
+            .child_by_field_name("field")
+            .map(|f| self.text(f))
+            .unwrap_or_default();
+        let span = self.span(n);
+        self.select_member(p, &member, span)
+    }
+
     pub fn select_member(&mut self, p: Place, member: &str, span: Span) -> Place {
         match p {
             Place::Cells { .. } => self.select_component(p, member),

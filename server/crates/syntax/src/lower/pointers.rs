@@ -431,14 +431,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     return match self.expr(arg) {
                         Val::P(p) => match self.deref(&p, Expr::Int(0)) {
                             // `v->y` through a vector pointer: that component's cells.
-                            c @ Place::Cells { .. } => {
-                                let member = n
-                                    .child_by_field_name("field")
-                                    .map(|f| self.text(f))
-                                    .unwrap_or_default();
-                                let span = self.span(n);
-                                self.select_member(c, &member, span)
-                            }
+                            c @ Place::Cells { .. } => self.field_of_place(n, c),
                             other => other,
                         },
                         _ => Place::Unknown,
@@ -447,21 +440,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                 // A member of an array element is (part of) that element; a member of a local
                 // struct is thread-private.
                 match self.place_of(arg) {
-                    c @ Place::Cell { .. } => {
-                        let member = n
-                            .child_by_field_name("field")
-                            .map(|f| self.text(f))
-                            .unwrap_or_default();
-                        let span = self.span(n);
-                        self.select_member(c, &member, span)
-                    }
-                    c @ (Place::Cells { .. } | Place::Choice { .. }) => {
-                        let member = n
-                            .child_by_field_name("field")
-                            .map(|f| self.text(f))
-                            .unwrap_or_default();
-                        let span = self.span(n);
-                        self.select_member(c, &member, span)
+                    c @ (Place::Cell { .. } | Place::Cells { .. } | Place::Choice { .. }) => {
+                        self.field_of_place(n, c)
                     }
                     Place::Many(v) => Place::Many(v),
                     Place::Unknown => Place::Unknown,
