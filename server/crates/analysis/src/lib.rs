@@ -18,11 +18,11 @@ pub use driver::{
     analyze_ir, analyze_kernel, analyze_path, analyze_source, collect_paths, decode_text,
     read_source, Budget, Options, DEFAULT_KERNEL_TIME, DEFAULT_MAX_FILE_BYTES,
 };
-pub use report::{FileReport, Summary};
+pub use report::{drop_repeated_header_kernels, FileReport, Summary};
 
 // The option types of the stages, so that users of this crate need not depend on them.
 pub use cudarace_check::assumptions::AssumptionSwitches;
 pub use cudarace_check::CheckOptions;
 pub use cudarace_ir as ir;
 pub use cudarace_solver::{exit_process, Limits, SolverPool};
-pub use cudarace_syntax::FrontendOptions;
+pub use cudarace_syntax::{FrontendOptions, HeaderCache};

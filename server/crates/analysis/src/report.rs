@@ -2,7 +2,8 @@
 
 use crate::config::{Config, Level};
 use crate::suppress::{Notice, Suppression};
-use cudarace_ir::{Finding, KernelReport, SourceFile, SyntaxError, Verdict};
+use cudarace_ir::{FileId, Finding, KernelReport, SourceFile, Span, SyntaxError, Verdict};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -81,6 +82,73 @@ impl FileReport {
         }
         !self.notices.is_empty() && counts(self.notice_level())
     }
+}
+
+/// Drops the second and later reports of a kernel defined in a header that several checked
+/// files include, when the report says the same in each (same verdict, reason and launch, and
+/// findings of the same kinds and confidences at the same places; the witnesses may name other
+/// threads): a project check then shows the header's race once, not once per including file.
+/// Reports that differ (other flags, other launch sites) are all kept.
+pub fn drop_repeated_header_kernels(reports: &mut [FileReport]) {
+    let mut shown: HashSet<String> = HashSet::new();
+    for report in reports.iter_mut() {
+        let mut k = 0;
+        while k < report.kernels.len() {
+            let in_header = report.kernels[k].name_span.file != FileId(0);
+            if in_header && !shown.insert(kernel_identity(report, k)) {
+                report.kernels.remove(k);
+                if k < report.suppressed.len() {
+                    report.suppressed.remove(k);
+                }
+            } else {
+                k += 1;
+            }
+        }
+    }
+}
+
+/// What a kernel's report says, with file numbers replaced by paths (each including file
+/// numbers its headers in its own order).
+fn kernel_identity(report: &FileReport, k: usize) -> String {
+    let kernel = &report.kernels[k];
+    let at = |span: Span| {
+        let path = report
+            .files
+            .get(span.file.0 as usize)
+            .and_then(|f| f.path.as_ref())
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()));
+        format!("{path:?}:{}-{}", span.start, span.end)
+    };
+    let mut findings: Vec<String> = kernel
+        .findings
+        .iter()
+        .enumerate()
+        .map(|(f, finding)| {
+            let mut places = at(finding.span);
+            for r in &finding.related {
+                places.push(' ');
+                places.push_str(&at(r.span));
+            }
+            format!(
+                "{:?} {:?} {:?} {:?} {places} {}",
+                finding.kind,
+                finding.confidence,
+                finding.array,
+                finding.condition,
+                report.suppression(k, f).is_some()
+            )
+        })
+        .collect();
+    findings.sort();
+    format!(
+        "{}@{}|{:?}|{:?}|{}|{}",
+        kernel.name,
+        at(kernel.name_span),
+        kernel.verdict,
+        kernel.reason,
+        kernel.assumed_launch,
+        findings.join("|")
+    )
 }
 
 /// Counts over a set of file reports (the CLI's summary line and exit code).
@@ -202,5 +270,58 @@ mod tests {
             (3, 3, 1, 1, 1)
         );
         assert_eq!((s.findings, s.syntax_errors), (2, 1));
+    }
+
+    /// `r`'s kernels as the kernels of a header `h.cuh` that the file `unit` includes.
+    fn included_from(unit: &str) -> FileReport {
+        let mut r = testdata::racy_file();
+        let header = cudarace_ir::SourceFile {
+            path: Some(PathBuf::from("h.cuh")),
+            text: r.files[0].text.clone(),
+        };
+        let own = cudarace_ir::SourceFile {
+            path: Some(PathBuf::from(unit)),
+            text: Arc::from("#include \"h.cuh\"\n"),
+        };
+        r.files = vec![own, header];
+        r.path = Some(PathBuf::from(unit));
+        let to_header = |s: &mut Span| s.file = FileId(1);
+        for k in &mut r.kernels {
+            to_header(&mut k.span);
+            to_header(&mut k.name_span);
+            for f in &mut k.findings {
+                to_header(&mut f.span);
+                f.related.iter_mut().for_each(|x| to_header(&mut x.span));
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn a_header_kernel_that_reads_the_same_in_two_files_is_reported_once() {
+        let mut reports = vec![included_from("a.cu"), included_from("b.cu")];
+        // Another witness for the same race: still the same report.
+        reports[1].kernels[0].findings[0]
+            .witness
+            .thread_a
+            .thread_idx = [7, 0, 0];
+        reports[1].kernels[0].findings[0].message = "other threads".into();
+        drop_repeated_header_kernels(&mut reports);
+        assert_eq!(reports[0].kernels.len(), 2);
+        assert!(reports[1].kernels.is_empty());
+    }
+
+    #[test]
+    fn header_kernels_that_differ_between_files_are_all_kept() {
+        let mut reports = vec![included_from("a.cu"), included_from("b.cu")];
+        // b.cu's flags make `copy` unknown and put the race elsewhere.
+        reports[1].kernels[1].verdict = Verdict::Unknown;
+        reports[1].kernels[0].findings[0].span.start += 1;
+        drop_repeated_header_kernels(&mut reports);
+        assert_eq!((reports[0].kernels.len(), reports[1].kernels.len()), (2, 2));
+        // A file's own kernels are never dropped, even when two files read the same.
+        let mut own = vec![testdata::racy_file(), testdata::racy_file()];
+        drop_repeated_header_kernels(&mut own);
+        assert_eq!((own[0].kernels.len(), own[1].kernels.len()), (2, 2));
     }
 }

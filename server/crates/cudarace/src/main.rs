@@ -104,7 +104,16 @@ fn init_logging(flag: Option<&str>) {
 /// configuration's, the database's after them, then the command line's flags (strongest), and
 /// the toolkit's include folders last when asked for.
 fn options(args: &CheckArgs, config: &Arc<Config>, flags: Option<&Flags>) -> Options {
+    // One header cache for the whole run: the units of a project read and parse each header
+    // once per set of flags.
+    static HEADERS: std::sync::OnceLock<Arc<cudarace_analysis::HeaderCache>> =
+        std::sync::OnceLock::new();
     let mut opts = Options::default();
+    opts.frontend.headers = Some(
+        HEADERS
+            .get_or_init(cudarace_analysis::HeaderCache::new)
+            .clone(),
+    );
     config.apply(&mut opts);
     if let Some(flags) = flags {
         flags.apply(&mut opts.frontend);
@@ -281,7 +290,9 @@ fn check(args: CheckArgs) -> u8 {
             work[i].1.launch_index = Some(index.clone());
         }
     }
-    let reports = check_files(&args, &work, &pool, file_jobs);
+    let mut reports = check_files(&args, &work, &pool, file_jobs);
+    // A header kernel that several checked files include is shown once when it reads the same.
+    cudarace_analysis::drop_repeated_header_kernels(&mut reports);
     // Interrupts what is still running (queries of a kernel whose time budget ran out, workers
     // abandoned by the watchdog); `main` waits for them before the process exits.
     drop(pool);

@@ -253,6 +253,8 @@ struct State {
     databases: cudarace_analysis::db_cache::DbCache,
     /// The launch index of each database in use (see [`crate::project`]).
     projects: Projects,
+    /// Headers read and parsed so far, shared by every check (edits do not read them again).
+    headers: Arc<cudarace_syntax::HeaderCache>,
     /// Configuration files read so far (cleared when one changes on disk).
     configs: HashMap<PathBuf, std::result::Result<Arc<Config>, ConfigError>>,
     /// Configuration files whose errors are to be published (diagnostics on the file itself;
@@ -276,6 +278,7 @@ impl State {
             watch_supported: false,
             databases: Default::default(),
             projects: Projects::default(),
+            headers: cudarace_syntax::HeaderCache::new(),
             configs: HashMap::new(),
             config_diagnostics: HashMap::new(),
         }
@@ -410,7 +413,7 @@ impl State {
             Msg::Stats(uri, reply) => {
                 let _ = reply.send(self.docs.get(&uri).map(|d| {
                     (
-                        stats_of(&uri, d, &self.engine, &self.projects),
+                        stats_of(&uri, d, &self.engine, &self.projects, &self.headers),
                         d.job.as_ref().map(|j| j.generation),
                         d.done.subscribe(),
                     )
@@ -614,6 +617,7 @@ impl State {
         config: &Arc<Config>,
     ) -> (Options, Option<PathBuf>) {
         let mut options = self.settings.options_for(path, config, &mut self.databases);
+        options.frontend.headers = Some(self.headers.clone());
         let explicit = self.settings.compile_commands.clone();
         let Some(db) = path.and_then(|p| self.databases.database(explicit.as_deref(), config, p))
         else {
@@ -621,15 +625,17 @@ impl State {
         };
         let spawn = self.project_spawner();
         let settings = &self.settings;
-        let index = self.projects.index_for(
-            &db,
-            &|flags| settings.options_with_flags(config, Some(flags)),
-            &spawn,
-        );
+        let headers = &self.headers;
+        let with_flags = |flags: &cudarace_analysis::compile_db::Flags| {
+            let mut options = settings.options_with_flags(config, Some(flags));
+            options.frontend.headers = Some(headers.clone());
+            options
+        };
+        let index = self.projects.index_for(&db, &with_flags, &spawn);
         // A header no entry compiles: the flags of the first unit that includes it.
         if let (Some(index), Some(path)) = (&index, path) {
             if let Some(flags) = crate::project::includer_flags(&db, index, path) {
-                options = settings.options_with_flags(config, Some(flags));
+                options = with_flags(flags);
             }
         }
         options.launch_index = index;
@@ -1152,7 +1158,13 @@ fn cancel_job(d: &mut DocState) {
     }
 }
 
-fn stats_of(uri: &Uri, d: &DocState, engine: &Engine, projects: &Projects) -> DocumentStats {
+fn stats_of(
+    uri: &Uri,
+    d: &DocState,
+    engine: &Engine,
+    projects: &Projects,
+    headers: &cudarace_syntax::HeaderCache,
+) -> DocumentStats {
     DocumentStats {
         uri: uri.as_str().to_string(),
         version: d.doc.version,
@@ -1164,6 +1176,8 @@ fn stats_of(uri: &Uri, d: &DocState, engine: &Engine, projects: &Projects) -> Do
         server_queries_submitted: engine.inflight.submitted(),
         server_index_builds: projects.builds(),
         server_index_unit_reads: projects.unit_reads(),
+        server_header_reads: headers.reads(),
+        server_header_parses: headers.parses(),
     }
 }
 

@@ -62,6 +62,11 @@ pub struct DocumentStats {
     pub server_index_builds: usize,
     /// Units of a launch index read again after a save, since the server started.
     pub server_index_unit_reads: usize,
+    /// Headers read from disk by checks since the server started (edits of a file do not read
+    /// its headers again; see `cudarace_syntax::HeaderCache`).
+    pub server_header_reads: usize,
+    /// Headers parsed by checks since the server started.
+    pub server_header_parses: usize,
 }
 
 #[cfg(test)]

@@ -74,7 +74,7 @@ async fn wait_for_launch(c: &mut Client, uri: &str, launch: &str) {
         let hover = c
             .request(
                 "textDocument/hover",
-                json!({"textDocument": {"uri": uri}, "position": {"line": 8, "character": 10}}),
+                json!({"textDocument": {"uri": uri}, "position": {"line": 10, "character": 10}}),
             )
             .await;
         if hover.to_string().contains(launch) {
@@ -145,6 +145,36 @@ async fn keystrokes_do_not_rebuild_the_index_and_a_save_rereads_one_unit() {
     let stats = c.stats(&uri).await;
     assert_eq!(stats["serverIndexBuilds"], 1, "{stats:#}");
     assert_eq!(stats["serverIndexUnitReads"], 1, "{stats:#}");
+    c.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keystrokes_in_a_kernel_do_not_read_or_parse_its_headers_again() {
+    let (mut c, dir, uri) = open_header("header-reads").await;
+    // Checked with the index: every header the project includes (index.cuh) has been read.
+    wait_for_launch(&mut c, &uri, "blockDim=(256|512, 1, 1)").await;
+    let before = c.stats(&uri).await;
+    let reads = before["serverHeaderReads"]
+        .as_u64()
+        .expect("serverHeaderReads");
+    let parses = before["serverHeaderParses"]
+        .as_u64()
+        .expect("serverHeaderParses");
+    assert!(reads >= 1 && parses >= 1, "{before:#}");
+    // Typing in the kernel's body, before the statement of line 10: `int t=0;` a key at a time.
+    let at = (10u32, 4u32);
+    for (version, ch) in (2..).zip(["i", "n", "t", " ", "t", "=", "0", ";"]) {
+        let col = at.1 + (version - 2) as u32;
+        c.change(&uri, version, ((at.0, col), (at.0, col)), ch);
+    }
+    let after = c.stats(&uri).await;
+    assert_eq!(after["version"], 9, "{after:#}");
+    assert_eq!(after["serverHeaderReads"], reads, "{after:#}");
+    assert_eq!(after["serverHeaderParses"], parses, "{after:#}");
+    // And the checks were real ones: the race is still found under the launch of wide.cu.
+    let published = c.diagnostics(&uri).await;
+    assert!(!races(&published).is_empty(), "{published:#}");
     c.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

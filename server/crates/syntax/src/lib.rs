@@ -17,6 +17,7 @@ mod consteval;
 mod errors;
 #[doc(hidden)]
 pub mod fuzzing;
+mod headers;
 pub mod launch;
 mod lower;
 mod parse;
@@ -48,7 +49,12 @@ pub struct FrontendOptions {
     /// What is known about functions without a body and framework macros; `None` means the
     /// bundled library files alone.
     pub library: Option<Arc<cudarace_library::Library>>,
+    /// Headers already read and parsed, shared between checks (`None`: every check reads its
+    /// headers anew).
+    pub headers: Option<Arc<HeaderCache>>,
 }
+
+pub use headers::HeaderCache;
 
 impl FrontendOptions {
     pub fn library(&self) -> Arc<cudarace_library::Library> {

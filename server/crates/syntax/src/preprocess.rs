@@ -4,6 +4,7 @@
 //! expanded later, at their use sites, by the lowering.
 
 use crate::consteval::{eval_text, MacroEnv};
+use crate::headers;
 use crate::text::{is_ident_char, is_ident_start, strip_comments, tokens, LexState};
 use crate::FrontendOptions;
 use cudarace_ir::{FileId, Span};
@@ -124,6 +125,7 @@ impl Macro {
 }
 
 /// One source file after preprocessing.
+#[derive(Clone)]
 pub(crate) struct Unit {
     pub file: FileId,
     pub path: Option<PathBuf>,
@@ -186,11 +188,19 @@ pub(crate) fn preprocess(path: Option<&Path>, text: &str, opts: &FrontendOptions
     for name in &opts.undefines {
         macros.remove(name.trim());
     }
+    let macro_fingerprint = macros
+        .iter()
+        .fold(0, |fp, (name, m)| fp ^ headers::macro_fingerprint(name, m));
     let mut pp = Pre {
         opts,
         units: Vec::new(),
         macros,
+        macro_fingerprint,
+        touched: Vec::new(),
         seen: Vec::new(),
+        seen_asked: Vec::new(),
+        stamps: Vec::new(),
+        include_dirs: headers::hash_of(&opts.include_dirs),
     };
     pp.pre_include();
     pp.run(path.map(|p| p.to_path_buf()), Arc::from(text), 0);
@@ -240,7 +250,18 @@ struct Pre<'o> {
     opts: &'o FrontendOptions,
     units: Vec<Unit>,
     macros: MacroTable,
+    /// The fingerprint of `macros` (see [`headers::macro_fingerprint`]).
+    macro_fingerprint: u64,
+    /// The names of the macros defined or undefined so far, in order (repeats kept): what an
+    /// included run changed is the part after its start.
+    touched: Vec<String>,
     seen: Vec<PathBuf>,
+    /// The size and modification time of every header read so far, as found before reading.
+    stamps: Vec<(PathBuf, Option<headers::Stamp>)>,
+    /// Every "was this file read before?" asked so far, in order (see [`Pre::run_header`]).
+    seen_asked: Vec<PathBuf>,
+    /// The fingerprint of the include folders.
+    include_dirs: u64,
 }
 
 impl Pre<'_> {
@@ -257,12 +278,97 @@ impl Pre<'_> {
             if !meta.is_file() || meta.len() > MAX_INCLUDE_BYTES {
                 continue;
             }
-            let Ok(text) = std::fs::read_to_string(file) else {
-                continue;
-            };
-            self.run(Some(file.clone()), Arc::from(text), 1);
+            let canon = std::fs::canonicalize(file).unwrap_or_else(|_| file.clone());
+            self.run_header(file.clone(), canon, &meta, 1);
         }
         self.units.clear();
+    }
+
+    /// Defines (`Some`) or undefines `name`, keeping the fingerprint and the journal.
+    fn set_macro(&mut self, name: String, value: Option<Macro>) {
+        if let Some(old) = self.macros.remove(&name) {
+            self.macro_fingerprint ^= headers::macro_fingerprint(&name, &old);
+        }
+        if let Some(m) = value {
+            self.macro_fingerprint ^= headers::macro_fingerprint(&name, &m);
+            self.macros.insert(name.clone(), m);
+        }
+        self.touched.push(name);
+    }
+
+    /// Runs the header at `path` (`canon` once resolved; `meta` its metadata), or replays what
+    /// an earlier run of it did in the same state (see [`crate::headers`]). Returns false when
+    /// the file could not be read as UTF-8 text.
+    fn run_header(
+        &mut self,
+        path: PathBuf,
+        canon: PathBuf,
+        meta: &std::fs::Metadata,
+        depth: usize,
+    ) -> bool {
+        let cache = self.opts.headers.clone();
+        let key = cache.as_ref().map(|_| headers::RunKey {
+            path: canon,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            depth,
+            first_unit: self.units.len() as u32,
+            macros: self.macro_fingerprint,
+            include_dirs: self.include_dirs,
+        });
+        if let (Some(cache), Some(key)) = (&cache, &key) {
+            if let Some(run) = cache.run(key).filter(|r| r.fits(&self.seen)) {
+                self.units.extend(run.units.iter().cloned());
+                for (name, value) in &run.macros {
+                    self.set_macro(name.clone(), value.clone());
+                }
+                self.seen.extend(run.seen.iter().cloned());
+                // What an enclosing run being recorded must know of this one.
+                self.stamps
+                    .push((path.clone(), Some((meta.len(), meta.modified().ok()))));
+                self.stamps.extend(run.stamps.iter().cloned());
+                self.seen_asked
+                    .extend(run.seen_before.iter().map(|(p, _)| p.clone()));
+                return true;
+            }
+            cache.count_read();
+        }
+        let Ok(bytes) = std::fs::read(&path) else {
+            return false;
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            return false;
+        };
+        let (units, touched, seen) = (self.units.len(), self.touched.len(), self.seen.len());
+        let asked = self.seen_asked.len();
+        let stamps = self.stamps.len();
+        // Stamped as found, before the read: a change after it makes the entry stale.
+        self.stamps
+            .push((path.clone(), Some((meta.len(), meta.modified().ok()))));
+        self.run(Some(path), Arc::from(text), depth);
+        if let (Some(cache), Some(key)) = (cache, key) {
+            let mut names: Vec<&String> = self.touched[touched..].iter().collect();
+            names.sort();
+            names.dedup();
+            let macros = names
+                .into_iter()
+                .map(|n| (n.clone(), self.macros.get(n).cloned()))
+                .collect();
+            cache.keep_run(
+                key,
+                headers::IncludedRun {
+                    units: self.units[units..].to_vec(),
+                    macros,
+                    seen: self.seen[seen..].to_vec(),
+                    stamps: self.stamps[stamps + 1..].to_vec(),
+                    seen_before: self.seen_asked[asked..]
+                        .iter()
+                        .map(|p| (p.clone(), self.seen[..seen].contains(p)))
+                        .collect(),
+                },
+            );
+        }
+        true
     }
 
     fn run(&mut self, path: Option<PathBuf>, text: Arc<str>, depth: usize) {
@@ -370,7 +476,10 @@ impl Pre<'_> {
                 _ if !active => {}
                 "define" => self.define(rest, Span::new(file, line_start, line_start + total)),
                 "undef" => {
-                    self.macros.remove(rest.trim());
+                    let name = rest.trim();
+                    if self.macros.contains_key(name) {
+                        self.set_macro(name.to_string(), None);
+                    }
                 }
                 "include" => self.include(rest.trim(), path.as_deref(), depth),
                 _ => {}
@@ -484,14 +593,14 @@ impl Pre<'_> {
         } else {
             (None, after.trim().to_string())
         };
-        self.macros.insert(
+        self.set_macro(
             name,
-            Macro {
+            Some(Macro {
                 params,
                 body,
                 span,
                 fallback: None,
-            },
+            }),
         );
     }
 
@@ -527,17 +636,13 @@ impl Pre<'_> {
                 continue;
             }
             let canon = std::fs::canonicalize(&c).unwrap_or_else(|_| c.clone());
+            self.seen_asked.push(canon.clone());
             if self.seen.contains(&canon) {
                 return; // included once: include guards and `#pragma once` have that effect
             }
-            let Ok(bytes) = std::fs::read(&c) else {
-                continue;
-            };
-            let Ok(text) = String::from_utf8(bytes) else {
-                continue;
-            };
-            self.run(Some(c), Arc::from(text), depth + 1);
-            return;
+            if self.run_header(c, canon, &meta, depth + 1) {
+                return;
+            }
         }
     }
 }

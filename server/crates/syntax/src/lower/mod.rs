@@ -96,32 +96,23 @@ fn lower_file_inner(
             path: u.path.clone(),
             text: u.text.clone(),
         });
-        let mut t = match tree {
-            // A tree with errors is not reused: tree-sitter's error recovery after incremental
-            // edits may differ from a fresh parse, and the IR must not depend on edit history.
-            Some(t) if i == 0 && *u.clean == *u.text && !t.root_node().has_error() => t.clone(),
-            _ => crate::parse::parse(&u.clean, None),
-        };
-        // Bounds checks read as template arguments (see comparisons.rs); a repair can reveal
-        // another misread comparison further on, hence a few rounds.
-        for _ in 0..4 {
-            let Some(fixed) = crate::comparisons::repair(&t, &u.clean) else {
-                break;
-            };
-            t = crate::parse::parse(&fixed, None);
-            u.clean = Arc::from(fixed);
-        }
-        if t.root_node().has_error() {
-            // Keep broken host code from swallowing kernels (see repair.rs).
-            let (fixed, mut errs) = crate::repair::repair(&u.clean, u.file);
-            if let Some(fixed) = fixed {
-                t = crate::parse::parse(&fixed, None);
-                u.clean = Arc::from(fixed);
-                fir.syntax_errors.append(&mut errs);
+        // Headers (every unit after the file's own) are parsed once per blanked text.
+        let cache = opts.headers.as_ref().filter(|_| i > 0);
+        let parsed = match cache.and_then(|c| c.parse(&u.clean)) {
+            Some(p) => p,
+            None => {
+                let reuse = tree.filter(|_| i == 0);
+                let p = Arc::new(parse_unit(&u.clean, reuse, u.text.as_ref()));
+                if let Some(c) = cache {
+                    c.count_parse();
+                    c.keep_parse((*p).clone());
+                }
+                p
             }
-        }
-        crate::errors::collect(&t, &u.clean, u.file, &mut fir.syntax_errors);
-        trees.push(t);
+        };
+        u.clean = parsed.clean.clone();
+        fir.syntax_errors.extend(parsed.errors_of(u.file));
+        trees.push(parsed.tree.clone());
     }
     fir.syntax_errors.sort_by_key(|e| e.span);
     fir.header_launch = crate::launch::header_launch(text);
@@ -140,6 +131,46 @@ fn lower_file_inner(
         }
     }
     fir
+}
+
+/// Parses one unit's blanked text `clean` (`tree`: the file's own tree, reused when `clean` is
+/// its unchanged text `text`), with the repairs; the errors are given as errors of file 0.
+fn parse_unit(clean: &Arc<str>, tree: Option<&Tree>, text: &str) -> crate::headers::ParsedUnit {
+    let source = clean.clone();
+    let mut clean = clean.clone();
+    let mut errors = Vec::new();
+    let mut t = match tree {
+        // A tree with errors is not reused: tree-sitter's error recovery after incremental
+        // edits may differ from a fresh parse, and the IR must not depend on edit history.
+        Some(t) if *clean == *text && !t.root_node().has_error() => t.clone(),
+        _ => crate::parse::parse(&clean, None),
+    };
+    // Bounds checks read as template arguments (see comparisons.rs); a repair can reveal
+    // another misread comparison further on, hence a few rounds.
+    for _ in 0..4 {
+        let Some(fixed) = crate::comparisons::repair(&t, &clean) else {
+            break;
+        };
+        t = crate::parse::parse(&fixed, None);
+        clean = Arc::from(fixed);
+    }
+    let file = FileId(0);
+    if t.root_node().has_error() {
+        // Keep broken host code from swallowing kernels (see repair.rs).
+        let (fixed, mut errs) = crate::repair::repair(&clean, file);
+        if let Some(fixed) = fixed {
+            t = crate::parse::parse(&fixed, None);
+            clean = Arc::from(fixed);
+            errors.append(&mut errs);
+        }
+    }
+    crate::errors::collect(&t, &clean, file, &mut errors);
+    crate::headers::ParsedUnit {
+        source,
+        tree: t,
+        clean,
+        errors,
+    }
 }
 
 fn kernel_name<'t>(tab: &Tables<'t>, def: &FuncDef<'t>) -> (String, Span) {
