@@ -14,8 +14,8 @@
 //! compiles can be checked with the flags of a unit that includes it.
 
 use crate::compile_db::absolute;
-use cudarace_ir::{FileIr, LaunchSite};
-use cudarace_syntax::{lower_source, FrontendOptions};
+use cudarace_ir::{FileIr, LaunchSite, SourceFile};
+use cudarace_syntax::{index_source, FrontendOptions};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -52,14 +52,15 @@ pub fn unit_sites(path: &Path, frontend: &FrontendOptions, max_bytes: u64) -> Un
     let Ok(text) = crate::read_source(path, max_bytes) else {
         return UnitSites::default();
     };
-    let lowered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        lower_source(Some(path), &text, frontend)
+    // Only what the file declares: no kernel is lowered.
+    let indexed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        index_source(Some(path), &text, frontend)
     }));
-    let Ok(ir) = lowered else {
+    let Ok(ir) = indexed else {
         tracing::warn!(path = %path.display(), "no launch sites: the front end failed");
         return UnitSites::default();
     };
-    let files = file_keys(&ir);
+    let files = file_keys(&ir.files);
     let mut out = UnitSites {
         unit: path.to_path_buf(),
         includes: files.iter().skip(1).flatten().cloned().collect(),
@@ -127,7 +128,7 @@ impl LaunchIndex {
         if self.by_kernel.is_empty() {
             return;
         }
-        let files = file_keys(ir);
+        let files = file_keys(&ir.files);
         let local: HashSet<&PathBuf> = files.iter().flatten().collect();
         let mut added = Vec::new();
         for kernel in &ir.kernels {
@@ -148,9 +149,9 @@ impl LaunchIndex {
     }
 }
 
-/// Each file of `ir` as a canonical path (`None` for a file without one).
-fn file_keys(ir: &FileIr) -> Vec<Option<PathBuf>> {
-    ir.files
+/// Each file as a canonical path (`None` for a file without one).
+fn file_keys(files: &[SourceFile]) -> Vec<Option<PathBuf>> {
+    files
         .iter()
         .map(|f| {
             f.path
@@ -163,6 +164,7 @@ fn file_keys(ir: &FileIr) -> Vec<Option<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cudarace_syntax::lower_source;
 
     fn project(name: &str) -> PathBuf {
         let dir =

@@ -4,7 +4,7 @@
 
 use crate::consteval::{eval, node_text, ConstEnv};
 use crate::preprocess::{MacroTable, Preprocessed};
-use cudarace_ir::FileId;
+use cudarace_ir::{FileId, Span};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use tree_sitter::{Node, Tree};
@@ -263,7 +263,7 @@ fn scalar_struct_layout(spec: Node, text: &str) -> Option<Vec<String>> {
                     continue;
                 }
                 let ty = m.child_by_field_name("type")?;
-                if crate::lower::types::scalar_type(node_text(ty, text))
+                if crate::typenames::scalar_type(node_text(ty, text))
                     == cudarace_ir::ScalarType::Other
                 {
                     return None;
@@ -882,11 +882,11 @@ fn class_def<'t>(spec: Node<'t>, name: &str, file: FileId, text: &str) -> ClassD
                 }
                 let default = m.child_by_field_name("default_value");
                 for d in decls {
-                    let kind = match crate::lower::declarator_shape(d) {
-                        crate::lower::Shape::Scalar => FieldKind::Scalar,
-                        crate::lower::Shape::Pointer => FieldKind::Pointer,
-                        crate::lower::Shape::Array => FieldKind::Array,
-                        crate::lower::Shape::Reference => {
+                    let kind = match crate::typenames::declarator_shape(d) {
+                        crate::typenames::Shape::Scalar => FieldKind::Scalar,
+                        crate::typenames::Shape::Pointer => FieldKind::Pointer,
+                        crate::typenames::Shape::Array => FieldKind::Array,
+                        crate::typenames::Shape::Reference => {
                             unmodelled(&mut class, "reference members are not modelled");
                             continue;
                         }
@@ -962,4 +962,26 @@ fn out_of_line_method<'t>(
             outer,
         },
     ))
+}
+
+/// A function's name and the place of the name (`<kernel>` at its start when the declarator
+/// has none we read).
+pub(crate) fn kernel_name<'t>(tab: &Tables<'t>, def: &FuncDef<'t>) -> (String, Span) {
+    let text = tab.text(def.file);
+    let name = def
+        .node
+        .child_by_field_name("declarator")
+        .and_then(function_declarator)
+        .and_then(|f| f.child_by_field_name("declarator"))
+        .and_then(declarator_name);
+    match name {
+        Some(n) => (
+            node_text(n, text).to_string(),
+            Span::new(def.file, n.start_byte(), n.end_byte()),
+        ),
+        None => (
+            "<kernel>".to_string(),
+            Span::new(def.file, def.node.start_byte(), def.node.start_byte()),
+        ),
+    }
 }

@@ -134,7 +134,7 @@ pub(crate) fn eval(n: Node, text: &str, env: &dyn ConstEnv, depth: u32) -> Optio
         "cast_expression" => eval(n.child_by_field_name("value")?, text, env, d),
         "sizeof_expression" => {
             let t = n.child_by_field_name("type")?;
-            sizeof_type(node_text(t, text))
+            crate::typenames::sizeof_type(node_text(t, text))
         }
         "call_expression" => {
             let f = n.child_by_field_name("function")?;
@@ -223,30 +223,5 @@ pub(crate) fn binop(op: &str, a: i64, b: i64) -> Option<i64> {
         "&&" | "and" => (a != 0 && b != 0) as i64,
         "||" | "or" => (a != 0 || b != 0) as i64,
         _ => return None,
-    })
-}
-
-/// `sizeof` of the basic types (CUDA's LP64 data model).
-pub(crate) fn sizeof_type(t: &str) -> Option<i64> {
-    let t: String = t
-        .split_whitespace()
-        .filter(|w| *w != "const" && *w != "volatile")
-        .collect::<Vec<_>>()
-        .join(" ");
-    if t.ends_with('*') {
-        return Some(8);
-    }
-    Some(match t.as_str() {
-        "char" | "signed char" | "unsigned char" | "bool" | "int8_t" | "uint8_t" => 1,
-        "short" | "unsigned short" | "short int" | "half" | "__half" | "int16_t" | "uint16_t"
-        | "__nv_bfloat16" | "nv_bfloat16" => 2,
-        "int" | "unsigned" | "unsigned int" | "float" | "int32_t" | "uint32_t" | "uint"
-        | "signed" => 4,
-        "long" | "unsigned long" | "long long" | "unsigned long long" | "double" | "size_t"
-        | "int64_t" | "uint64_t" | "ptrdiff_t" | "long int" => 8,
-        "float2" | "int2" | "uint2" => 8,
-        "float4" | "int4" | "uint4" | "double2" => 16,
-        "float3" | "int3" | "uint3" => 12,
-        _ => return crate::lower::cxx::vectors::vector_size(&t),
     })
 }

@@ -1,20 +1,30 @@
 //! The CUDA front end: source text → [`cudarace_ir::FileIr`].
 //!
-//! Pipeline: [`preprocess`] scans directives (defines, `#if` families, `#include "…"`) and blanks
-//! every directive line and every inactive conditional branch with spaces, so byte offsets are
-//! kept and tree-sitter never sees a directive in the middle of a statement; [`parse`] parses the
-//! blanked text with tree-sitter-cuda; [`collect`] gathers the file-level tables (functions,
-//! `__device__` globals, enums, template instantiations); [`lower`] turns every `__global__`
-//! function into an IR [`cudarace_ir::Kernel`] (macros expanded, device functions inlined,
-//! pointer aliases resolved); [`launch`] reads launch sites and launch annotations.
+//! The layers, each reading only those above it in this list:
+//! - [`annotations`]: launch sizes written in comments (the GPUVerify header line is also the
+//!   file's own command line); `typenames`: what a type's name says (scalar and vector types,
+//!   sizes, declarator shapes).
+//! - `preprocess` scans directives (defines, `#if` families, `#include "…"`) and blanks every
+//!   directive line and every inactive conditional branch with spaces, so byte offsets are kept
+//!   and tree-sitter never sees a directive in the middle of a statement; headers come from the
+//!   shared [`HeaderCache`] when one is given.
+//! - `parse` parses every unit (the file and its headers) with tree-sitter-cuda.
+//! - `collect` gathers the declaration tables (functions, classes, `__device__` globals, enums,
+//!   template instantiations); `launch` reads the launch sites of the host code.
+//! - [`FileIndex`] ([`index_source`]) is what a file declares for other files: its kernels,
+//!   launch sites and headers, read without lowering (what a project index keeps).
+//! - `lower` turns every `__global__` function into an IR [`cudarace_ir::Kernel`] (macros
+//!   expanded, device functions inlined, pointer aliases resolved).
 
 pub use tree_sitter;
 
+pub mod annotations;
 mod collect;
 mod commas;
 mod comparisons;
 mod consteval;
 mod errors;
+mod file_index;
 #[doc(hidden)]
 pub mod fuzzing;
 mod headers;
@@ -25,6 +35,7 @@ mod preprocess;
 pub mod pretty;
 mod repair;
 mod text;
+mod typenames;
 
 #[cfg(test)]
 mod tests;
@@ -64,7 +75,34 @@ impl FrontendOptions {
     }
 }
 
+pub use file_index::{FileIndex, IndexedKernel};
 pub use parse::parse;
+
+/// Reads what `text` declares for other files (its kernels, its launch sites, the headers it
+/// includes) without lowering a kernel: what a project index keeps (see [`FileIndex`]).
+pub fn index_source(path: Option<&Path>, text: &str, opts: &FrontendOptions) -> FileIndex {
+    file_index::index_file(path, text, opts)
+}
+
+/// Runs `f` on a thread with a big stack (virtual memory only), so that on deeply nested input
+/// the front end's depth guards, not the stack, are the limit; here when no thread can be
+/// made (the guards keep the recursion moderate). `None` when `f` panicked.
+pub(crate) fn on_big_stack<T: Send>(f: impl Fn() -> T + Sync) -> Option<T> {
+    let spawned = std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .name("cudarace-front-end".into())
+            .stack_size(512 << 20)
+            .spawn_scoped(s, &f)
+        {
+            Ok(h) => Some(h.join().ok()),
+            Err(_) => None,
+        }
+    });
+    match spawned {
+        Some(result) => result,
+        None => std::panic::catch_unwind(std::panic::AssertUnwindSafe(&f)).ok(),
+    }
+}
 
 /// Lowers an already parsed file. `tree` must be the parse of `text` (the LSP passes its
 /// incrementally maintained tree); it is reused when the file has no preprocessor directive.

@@ -167,7 +167,7 @@ pub(crate) fn preprocess(path: Option<&Path>, text: &str, opts: &FrontendOptions
     }
     // The file's GPUVerify header line (`//--blockDim=64 -DN=32`) is its command line; the
     // options' definitions come after it, so the user's `-D` wins.
-    let header = crate::launch::header_defines(text);
+    let header = crate::annotations::header_defines(text);
     for (name, value) in header.iter().chain(&opts.defines) {
         let (name, params) = split_macro_name(name);
         let body = if value.is_empty() {

@@ -628,7 +628,7 @@ void host(int *d) { k2<64><<<1, 64>>>(d); k3<1><<<1,1>>>(d); k3<2><<<1,1>>>(d); 
 
 #[test]
 fn header_line_defines() {
-    use crate::launch::header_defines;
+    use crate::annotations::header_defines;
     let text = "// --blockDim=64 -DN=32 -D M -D K=4 -DX=\n//--gridDim=1 -DBAD-NAME -D\nint x;\n";
     assert_eq!(
         header_defines(text),

@@ -277,7 +277,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
         let ty = self.type_text(inner);
         let v = self.expr(args[0]);
-        Some(match (types::scalar_type(&ty), v) {
+        Some(match (typenames::scalar_type(&ty), v) {
             (t @ ScalarType::Int { .. }, Val::S(e)) => Val::S(fold(&Expr::Cast(t, Box::new(e)))),
             (t @ (ScalarType::Float | ScalarType::Bool), Val::S(e)) => {
                 Val::S(Expr::Cast(t, Box::new(e)))
@@ -522,7 +522,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             .map(|t| self.type_text(t))
             .unwrap_or_default();
         if is_ptr {
-            let target = types::elem_size(&base_ty);
+            let target = typenames::elem_size(&base_ty);
             return match v {
                 Val::P(p) => Val::P(self.ptr_cast(p, target, &base_ty, span)),
                 Val::S(Expr::Int(0)) => Val::S(Expr::Int(0)),
@@ -538,7 +538,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         if base_ty.trim() == "void" {
             return Val::Void;
         }
-        match (types::scalar_type(&base_ty), v) {
+        match (typenames::scalar_type(&base_ty), v) {
             (t @ ScalarType::Int { .. }, Val::S(e)) => Val::S(fold(&Expr::Cast(t, Box::new(e)))),
             (t @ (ScalarType::Float | ScalarType::Bool), Val::S(e)) => {
                 Val::S(Expr::Cast(t, Box::new(e)))
@@ -878,8 +878,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                 // A pointer passed to a parameter of a deduced type (`auto p` of a generic
                 // lambda, `T p`): a pointer variable.
                 (Shape::Scalar, ArgVal::V(Val::P(pv)))
-                    if types::is_auto(&ty_text)
-                        || types::scalar_type(&ty_text) == ScalarType::Other =>
+                    if typenames::is_auto(&ty_text)
+                        || typenames::scalar_type(&ty_text) == ScalarType::Other =>
                 {
                     let key = (
                         def.file,
@@ -897,7 +897,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                         .last()
                         .is_some_and(|f| f.assigned.contains(&pname));
                     if reassigned || expr_has_local(&e) {
-                        let ty = types::scalar_type(&ty_text);
+                        let ty = typenames::scalar_type(&ty_text);
                         let l = self.new_local(&format!("{name}.{pname}"), ty, pspan);
                         let e = self.coerce(ty, e);
                         self.emit(Stmt::Assign {
@@ -937,7 +937,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             } else {
                 let l = self.new_local(
                     &format!("{name}.result"),
-                    types::scalar_type(&ret_ty_text),
+                    typenames::scalar_type(&ret_ty_text),
                     fspan,
                 );
                 let u = self.unknown(

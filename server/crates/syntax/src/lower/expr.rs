@@ -376,7 +376,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             "sizeof_expression" => {
                 if let Some(t) = n.child_by_field_name("type") {
                     let t = self.type_text(t);
-                    if let Some(v) = crate::consteval::sizeof_type(&t) {
+                    if let Some(v) = crate::typenames::sizeof_type(&t) {
                         return Val::S(Expr::Int(v));
                     }
                 }
@@ -808,7 +808,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 && target.is_some()
                 && p.elem_size != target
                 && p.elem_size == self.elem_size(id)
-                && cxx::vectors::vector_type(base_ty).is_none()
+                && typenames::vector_type(base_ty).is_none()
             {
                 if let Some(sz) = self.elem_sizes.get_mut(id.0 as usize) {
                     *sz = target;
@@ -822,7 +822,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             return w;
         }
         if !matches!(p.base, Base::Arr(_)) || p.elem_size == target {
-            p.comp = cxx::vectors::comp_size(base_ty);
+            p.comp = typenames::comp_size(base_ty);
             return p;
         }
         p.off = self.unknown(

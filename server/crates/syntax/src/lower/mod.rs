@@ -11,10 +11,11 @@ mod stmt;
 pub(crate) mod types;
 
 use crate::collect::{
-    collect, declarator_name, function_declarator, qualifiers, FuncDef, GlobalSpace, Tables,
+    collect, declarator_name, function_declarator, kernel_name, qualifiers, FuncDef, GlobalSpace,
+    Tables,
 };
 use crate::consteval::node_text;
-use crate::preprocess::preprocess;
+use crate::typenames::{self, declarator_shape, Shape};
 use crate::FrontendOptions;
 use cudarace_ir as ir;
 use ir::*;
@@ -47,27 +48,7 @@ pub(crate) fn lower_file(
     tree: Option<&Tree>,
     opts: &FrontendOptions,
 ) -> FileIr {
-    // Deeply nested input recurses deeply in the lowering; run it on a thread with a big stack
-    // (virtual memory only) so the depth guards, not the stack, are the limit.
-    let spawned = std::thread::scope(|s| {
-        match std::thread::Builder::new()
-            .name("cudarace-lower".into())
-            .stack_size(512 << 20)
-            .spawn_scoped(s, || lower_file_inner(path, text, tree, opts))
-        {
-            Ok(h) => Some(h.join().ok()),
-            Err(_) => None,
-        }
-    });
-    let result = match spawned {
-        Some(r) => r,
-        // No thread available: lower here (the depth guards keep the recursion moderate).
-        None => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            lower_file_inner(path, text, tree, opts)
-        }))
-        .ok(),
-    };
-    result.unwrap_or_else(|| {
+    crate::on_big_stack(|| lower_file_inner(path, text, tree, opts)).unwrap_or_else(|| {
         let mut f = FileIr::default();
         f.files.push(SourceFile {
             path: path.map(|p| p.to_path_buf()),
@@ -87,37 +68,16 @@ fn lower_file_inner(
     tree: Option<&Tree>,
     opts: &FrontendOptions,
 ) -> FileIr {
-    let pre = preprocess(path, text, opts);
-    let mut pre = pre;
-    let mut fir = FileIr::default();
-    let mut trees: Vec<Tree> = Vec::new();
-    for (i, u) in pre.units.iter_mut().enumerate() {
-        fir.files.push(SourceFile {
-            path: u.path.clone(),
-            text: u.text.clone(),
-        });
-        // Headers (every unit after the file's own) are parsed once per blanked text.
-        let cache = opts.headers.as_ref().filter(|_| i > 0);
-        let parsed = match cache.and_then(|c| c.parse(&u.clean)) {
-            Some(p) => p,
-            None => {
-                let reuse = tree.filter(|_| i == 0);
-                let p = Arc::new(parse_unit(&u.clean, reuse, u.text.as_ref()));
-                if let Some(c) = cache {
-                    c.count_parse();
-                    c.keep_parse((*p).clone());
-                }
-                p
-            }
-        };
-        u.clean = parsed.clean.clone();
-        fir.syntax_errors.extend(parsed.errors_of(u.file));
-        trees.push(parsed.tree.clone());
-    }
-    fir.syntax_errors.sort_by_key(|e| e.span);
-    fir.header_launch = crate::launch::header_launch(text);
-    let tables = collect(&pre, &trees);
-    fir.launch_sites = crate::launch::launch_sites(&tables, &trees);
+    let parsed = crate::parse::parse_file(path, text, tree, opts);
+    let tables = collect(&parsed.pre, &parsed.trees);
+    let index = crate::file_index::index_of(&parsed, &tables, text);
+    let mut fir = FileIr {
+        files: index.files,
+        syntax_errors: index.syntax_errors,
+        header_launch: index.header_launch,
+        launch_sites: index.launch_sites,
+        ..FileIr::default()
+    };
     for def in &tables.kernels {
         let k =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lower_kernel(&tables, def)));
@@ -131,66 +91,6 @@ fn lower_file_inner(
         }
     }
     fir
-}
-
-/// Parses one unit's blanked text `clean` (`tree`: the file's own tree, reused when `clean` is
-/// its unchanged text `text`), with the repairs; the errors are given as errors of file 0.
-fn parse_unit(clean: &Arc<str>, tree: Option<&Tree>, text: &str) -> crate::headers::ParsedUnit {
-    let source = clean.clone();
-    let mut clean = clean.clone();
-    let mut errors = Vec::new();
-    let mut t = match tree {
-        // A tree with errors is not reused: tree-sitter's error recovery after incremental
-        // edits may differ from a fresh parse, and the IR must not depend on edit history.
-        Some(t) if *clean == *text && !t.root_node().has_error() => t.clone(),
-        _ => crate::parse::parse(&clean, None),
-    };
-    // Bounds checks read as template arguments (see comparisons.rs); a repair can reveal
-    // another misread comparison further on, hence a few rounds.
-    for _ in 0..4 {
-        let Some(fixed) = crate::comparisons::repair(&t, &clean) else {
-            break;
-        };
-        t = crate::parse::parse(&fixed, None);
-        clean = Arc::from(fixed);
-    }
-    let file = FileId(0);
-    if t.root_node().has_error() {
-        // Keep broken host code from swallowing kernels (see repair.rs).
-        let (fixed, mut errs) = crate::repair::repair(&clean, file);
-        if let Some(fixed) = fixed {
-            t = crate::parse::parse(&fixed, None);
-            clean = Arc::from(fixed);
-            errors.append(&mut errs);
-        }
-    }
-    crate::errors::collect(&t, &clean, file, &mut errors);
-    crate::headers::ParsedUnit {
-        source,
-        tree: t,
-        clean,
-        errors,
-    }
-}
-
-fn kernel_name<'t>(tab: &Tables<'t>, def: &FuncDef<'t>) -> (String, Span) {
-    let text = tab.text(def.file);
-    let name = def
-        .node
-        .child_by_field_name("declarator")
-        .and_then(function_declarator)
-        .and_then(|f| f.child_by_field_name("declarator"))
-        .and_then(declarator_name);
-    match name {
-        Some(n) => (
-            node_text(n, text).to_string(),
-            Span::new(def.file, n.start_byte(), n.end_byte()),
-        ),
-        None => (
-            "<kernel>".to_string(),
-            Span::new(def.file, def.node.start_byte(), def.node.start_byte()),
-        ),
-    }
 }
 
 fn failed_kernel<'t>(tab: &Tables<'t>, def: &FuncDef<'t>, reason: &str) -> Kernel {
@@ -627,7 +527,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             return None;
         };
         let name = name.strip_prefix("::").unwrap_or(name);
-        if let Some(n) = types::vector_width(name) {
+        if let Some(n) = typenames::vector_width(name) {
             return Some(
                 ["x", "y", "z", "w"][..n]
                     .iter()
@@ -838,7 +738,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             .child_by_field_name("type")
             .map(|t| self.text(t))
             .unwrap_or_default();
-        let elem = types::scalar_type(&ty);
+        let elem = typenames::scalar_type(&ty);
         let (dims, _) = self.capture(|l| l.array_dims(g.declarator));
         let span = self.span(g.declarator);
         self.src = saved;
@@ -855,7 +755,15 @@ impl<'a, 't> Lowerer<'a, 't> {
             GlobalSpace::Shared => (MemSpace::Shared, ArrayOrigin::SharedDecl),
             _ => (MemSpace::Global, ArrayOrigin::DeviceGlobal),
         };
-        let id = self.new_array(name, space, origin, elem, types::elem_size(&ty), dims, span);
+        let id = self.new_array(
+            name,
+            space,
+            origin,
+            elem,
+            typenames::elem_size(&ty),
+            dims,
+            span,
+        );
         let plain = matches!(declarator_shape(g.declarator), Shape::Array | Shape::Scalar);
         if origin != ArrayOrigin::ExternShared && plain {
             if let Some(m) = self.struct_layout(&ty) {
@@ -915,7 +823,8 @@ impl<'a, 't> Lowerer<'a, 't> {
         self.k.name = name.clone();
         self.k.name_span = name_span;
         self.k.span = Span::new(def.file, def.outer.start_byte(), def.outer.end_byte());
-        self.k.annotated_launch = crate::launch::annotation_above(&text, def.outer.start_byte());
+        self.k.annotated_launch =
+            crate::annotations::annotation_above(&text, def.outer.start_byte());
         // __launch_bounds__(N[, M])
         let mut c = def.node.walk();
         let lb = def
@@ -996,7 +905,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     continue;
                 };
                 let pname = self.text(nm);
-                let ty = types::scalar_type(
+                let ty = typenames::scalar_type(
                     &p.child_by_field_name("type")
                         .map(|t| self.text(t))
                         .unwrap_or_default(),
@@ -1066,9 +975,12 @@ impl<'a, 't> Lowerer<'a, 't> {
                 });
                 // A vector type's array is one of components, seen through a pointer whose
                 // elements are several cells (cxx/vectors.rs).
-                let (elem, cell) = match cxx::vectors::vector_type(&ty_text) {
+                let (elem, cell) = match typenames::vector_type(&ty_text) {
                     Some(v) if shape == Shape::Pointer => (v.comp, Some(v.comp_size)),
-                    _ => (types::scalar_type(&ty_text), types::elem_size(&ty_text)),
+                    _ => (
+                        typenames::scalar_type(&ty_text),
+                        typenames::elem_size(&ty_text),
+                    ),
                 };
                 let arr = self.new_array(
                     &name,
@@ -1083,10 +995,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                     (self.src.file, decl.start_byte()),
                     Base::Arr(arr),
                     Expr::Int(0),
-                    types::elem_size(&ty_text),
+                    typenames::elem_size(&ty_text),
                     &name,
                 );
-                self.slots[slot].comp = cxx::vectors::comp_size(&ty_text);
+                self.slots[slot].comp = typenames::comp_size(&ty_text);
                 self.bind(&name, Binding::Ptr(slot));
             }
             Shape::Scalar
@@ -1123,7 +1035,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 } else if enum_values.is_some() {
                     ScalarType::INT
                 } else {
-                    types::scalar_type(&ty_text)
+                    typenames::scalar_type(&ty_text)
                 };
                 self.k.params.push(Param {
                     name: name.clone(),
@@ -1302,49 +1214,6 @@ fn fix_all_arrays(b: &mut Block, all: &[ArrayId]) {
             _ => {}
         }
     }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Shape {
-    Scalar,
-    Pointer,
-    Array,
-    Reference,
-}
-
-/// Whether a declarator declares a pointer, an array, a reference or a plain scalar.
-pub(crate) fn declarator_shape(d: Node) -> Shape {
-    let mut cur = d;
-    for _ in 0..32 {
-        match cur.kind() {
-            "pointer_declarator" | "abstract_pointer_declarator" => {
-                // `float *bufs[2]` nests the array declarator inside the pointer one: an array
-                // of pointers.
-                let mut inner = cur.child_by_field_name("declarator");
-                for _ in 0..32 {
-                    match inner {
-                        Some(x) if x.kind() == "array_declarator" => return Shape::Array,
-                        Some(x) if x.kind() == "pointer_declarator" => {
-                            inner = x.child_by_field_name("declarator")
-                        }
-                        _ => break,
-                    }
-                }
-                return Shape::Pointer;
-            }
-            "array_declarator" | "abstract_array_declarator" => return Shape::Array,
-            "reference_declarator" | "abstract_reference_declarator" => return Shape::Reference,
-            "init_declarator" | "parenthesized_declarator" | "attributed_declarator" => match cur
-                .child_by_field_name("declarator")
-                .or_else(|| cur.named_child(0))
-            {
-                Some(x) => cur = x,
-                None => return Shape::Scalar,
-            },
-            _ => return Shape::Scalar,
-        }
-    }
-    Shape::Scalar
 }
 
 /// Names that are assigned (`x = …`, `x += …`, `x++`) anywhere in a function body.

@@ -219,7 +219,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                             Some(Binding::Value(e)) => e,
                             _ => self.unknown(format!("member `{full}`"), span, false),
                         },
-                        (ObjInit::Param(_), _, _) => match types::scalar_type(&fty) {
+                        (ObjInit::Param(_), _, _) => match typenames::scalar_type(&fty) {
                             // An integer member of a by-value parameter is a parameter of its
                             // own: the same in every thread of the grid (an unknown would only
                             // be uniform per block), and shown by name in witnesses.
@@ -248,7 +248,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                             self.unknown(format!("member `{full}`"), span, false)
                         }
                     };
-                    let ty = types::scalar_type(&fty);
+                    let ty = typenames::scalar_type(&fty);
                     let l = self.new_local(&full, ty, span);
                     let value = self.coerce(ty, fold(&value));
                     self.emit(Stmt::Assign {
@@ -272,8 +272,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                                 &full,
                                 MemSpace::Global,
                                 ArrayOrigin::Param(id.0),
-                                types::scalar_type(&fty),
-                                types::elem_size(&fty),
+                                typenames::scalar_type(&fty),
+                                typenames::elem_size(&fty),
                                 vec![None],
                                 span,
                             );

@@ -763,9 +763,9 @@ impl<'t> Lowerer<'_, 't> {
         if !is_single_pointer(g.declarator) || self.global_assigned(name) {
             return None;
         }
-        let size = types::elem_size(ty);
+        let size = typenames::elem_size(ty);
         // Like a `float4 *` parameter: an array of component cells (cxx/vectors.rs).
-        let (elem, cell) = match cxx::vectors::vector_type(ty) {
+        let (elem, cell) = match typenames::vector_type(ty) {
             Some(v) => (v.comp, Some(v.comp_size)),
             None => (elem, size),
         };
@@ -785,7 +785,7 @@ impl<'t> Lowerer<'_, 't> {
             size,
             name,
         );
-        self.slots[slot].comp = cxx::vectors::comp_size(ty);
+        self.slots[slot].comp = typenames::comp_size(ty);
         Some(Binding::Ptr(slot))
     }
 

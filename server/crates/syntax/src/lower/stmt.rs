@@ -762,8 +762,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                     &name,
                     MemSpace::Shared,
                     origin,
-                    types::scalar_type(&ty_text),
-                    types::elem_size(&ty_text),
+                    typenames::scalar_type(&ty_text),
+                    typenames::elem_size(&ty_text),
                     dims,
                     nspan,
                 );
@@ -871,8 +871,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                     self.declare_object(&class, &name, key, init, decl, nspan);
                 }
                 Shape::Scalar => {
-                    let declared = types::scalar_type(&ty_text);
-                    let is_auto = types::is_auto(&ty_text);
+                    let declared = typenames::scalar_type(&ty_text);
+                    let is_auto = typenames::is_auto(&ty_text);
                     let v = init.map(|i| self.init_value(i));
                     // An object of a class of the file that is not modelled member by member:
                     // its constructor (run after its arguments) is not inlined.

@@ -15,90 +15,17 @@
 //! unknown indices (see `ptr_cast` and `deref`).
 
 use super::super::*;
-
-/// Shape of a built-in vector type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct VecType {
-    /// Number of components (1 to 4).
-    pub width: i64,
-    /// Size in bytes of one component.
-    pub comp_size: i64,
-    /// The type of a component.
-    pub comp: ScalarType,
-}
+use crate::typenames::comp_size;
 
 /// At most this many cells per element are modelled one by one (a `uint4` over a `char`
 /// array is 16); wider elements are an unknown place.
 const MAX_CELLS: i64 = 32;
 
-/// The vector type named by a type text (`float4`, `const uint2`, `::int4`, `__half2`).
-pub(crate) fn vector_type(type_text: &str) -> Option<VecType> {
-    let words: Vec<&str> = type_text
-        .split_whitespace()
-        .filter(|w| !matches!(*w, "const" | "volatile" | "__restrict__" | "struct"))
-        .collect();
-    let [name] = words.as_slice() else {
-        return None;
-    };
-    let name = name.strip_prefix("::").unwrap_or(name);
-    let int = |bits: u8, signed: bool| ScalarType::Int { bits, signed };
-    match name {
-        "half2" | "__half2" => {
-            return Some(VecType {
-                width: 2,
-                comp_size: 2,
-                comp: ScalarType::Float,
-            })
-        }
-        "__nv_bfloat162" | "nv_bfloat162" => {
-            return Some(VecType {
-                width: 2,
-                comp_size: 2,
-                comp: ScalarType::Float,
-            })
-        }
-        _ => {}
-    }
-    let (base, n) = name.split_at(name.len().checked_sub(1)?);
-    let width: i64 = n.parse().ok()?;
-    if !(1..=4).contains(&width) {
-        return None;
-    }
-    let (comp_size, comp) = match base {
-        "char" => (1, int(8, true)),
-        "uchar" => (1, int(8, false)),
-        "short" => (2, int(16, true)),
-        "ushort" => (2, int(16, false)),
-        "int" => (4, int(32, true)),
-        "uint" => (4, int(32, false)),
-        "long" | "longlong" => (8, int(64, true)),
-        "ulong" | "ulonglong" => (8, int(64, false)),
-        "float" => (4, ScalarType::Float),
-        "double" => (8, ScalarType::Float),
-        _ => return None,
-    };
-    Some(VecType {
-        width,
-        comp_size,
-        comp,
-    })
-}
-
-/// Size in bytes of a vector type (components are packed: `float3` is 12 bytes).
-pub(crate) fn vector_size(type_text: &str) -> Option<i64> {
-    vector_type(type_text).map(|v| v.width * v.comp_size)
-}
-
-/// The component size of a pointer's element type, when it is a vector type.
-pub(crate) fn comp_size(type_text: &str) -> Option<i64> {
-    vector_type(type_text).map(|v| v.comp_size)
-}
-
 /// The element size and vector component size of a pointer variable declared with element type
 /// `ty` and initialized from `init`. A type whose size is not known (a template parameter `T`,
 /// `auto`) is the initializer's: a `T *` bound to a `float4 *` steps over four float cells.
 pub(crate) fn slot_elem(ty: &str, init: Option<&PtrVal>) -> (Option<i64>, Option<i64>) {
-    match (crate::lower::types::elem_size(ty), init) {
+    match (crate::typenames::elem_size(ty), init) {
         (Some(d), _) if d > 0 => (Some(d), comp_size(ty)),
         (_, Some(p)) => (p.elem_size, p.comp),
         (d, None) => (d, None),
@@ -322,23 +249,6 @@ impl Lowerer<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn vector_shapes() {
-        assert_eq!(vector_size("float4"), Some(16));
-        assert_eq!(vector_size("const uint2"), Some(8));
-        assert_eq!(vector_size("double2"), Some(16));
-        assert_eq!(vector_size("__half2"), Some(4));
-        assert_eq!(vector_size("char4"), Some(4));
-        assert_eq!(vector_size("float3"), Some(12));
-        assert_eq!(comp_size("double2"), Some(8));
-        assert_eq!(vector_type("float"), None);
-        assert_eq!(vector_type("float5"), None);
-        assert_eq!(vector_type("Vec4"), None);
-        // A bfloat16 pair over bfloat16 cells is two cells.
-        assert_eq!(crate::consteval::sizeof_type("__nv_bfloat16"), Some(2));
-        assert_eq!(vector_size("__nv_bfloat162"), Some(4));
-    }
 
     #[test]
     fn ratios() {
