@@ -559,16 +559,21 @@ impl Config {
         }
     }
 
-    /// Applies the file's front-end options, solver limits and same-value setting to `opts`
-    /// (call this before applying command-line flags, which are stronger). The launch sizes
-    /// are applied per kernel by the driver ([`kernel_check_options`]).
+    /// Applies the file's front-end options, solver limits and same-value setting to `opts`,
+    /// over what a compilation database gave (apply that first) and under the command line's
+    /// flags (apply those after; see [`crate::layers`]). The launch sizes are applied per kernel
+    /// by the driver ([`kernel_check_options`]).
     pub fn apply(self: &Arc<Self>, opts: &mut Options) {
+        // Include folders are searched in order (first found wins): these before the
+        // database's. Definitions: the last one wins, so these after the database's, and a
+        // database's `-U` does not remove them.
         let mut include_dirs = self.include_dirs.clone();
         include_dirs.append(&mut opts.frontend.include_dirs);
         opts.frontend.include_dirs = include_dirs;
-        let mut defines = self.defines.clone();
-        defines.append(&mut opts.frontend.defines);
-        opts.frontend.defines = defines;
+        opts.frontend.defines.extend(self.defines.iter().cloned());
+        opts.frontend
+            .undefines
+            .retain(|u| !self.defines.iter().any(|(name, _)| name == u));
         if self.library.is_some() {
             opts.frontend.library = self.library.clone();
         }

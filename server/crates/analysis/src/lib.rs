@@ -7,6 +7,7 @@ mod crash;
 pub mod db_cache;
 mod driver;
 pub mod launch_index;
+pub mod layers;
 pub mod render;
 mod report;
 pub mod suppress;

@@ -7,6 +7,7 @@ use args::{CheckArgs, Cli, ColorChoice, Command, Format};
 use clap::Parser;
 use cudarace_analysis::compile_db::{CompileDb, Flags};
 use cudarace_analysis::config::set_timeout;
+use cudarace_analysis::layers::{layered_options, UserFlags};
 use cudarace_analysis::render::{self, HumanOptions};
 use cudarace_analysis::{
     analyze_path, collect_paths, exit_process, system_includes, Config, FileReport, Options,
@@ -101,31 +102,23 @@ fn init_logging(flag: Option<&str>) {
 }
 
 /// The options of a file checked with `config` and `flags` (from a compilation database): the
-/// configuration's, the database's after them, then the command line's flags (strongest), and
-/// the toolkit's include folders last when asked for.
+/// command line's flags over the configuration's over the database's (see
+/// `cudarace_analysis::layers`), and the toolkit's include folders last when asked for.
 fn options(args: &CheckArgs, config: &Arc<Config>, flags: Option<&Flags>) -> Options {
     // One header cache for the whole run: the units of a project read and parse each header
     // once per set of flags.
     static HEADERS: std::sync::OnceLock<Arc<cudarace_analysis::HeaderCache>> =
         std::sync::OnceLock::new();
-    let mut opts = Options::default();
+    let user = UserFlags {
+        include_dirs: &args.include_dirs,
+        defines: &args.defines,
+    };
+    let mut opts = layered_options(config, flags, user);
     opts.frontend.headers = Some(
         HEADERS
             .get_or_init(cudarace_analysis::HeaderCache::new)
             .clone(),
     );
-    config.apply(&mut opts);
-    if let Some(flags) = flags {
-        flags.apply(&mut opts.frontend);
-    }
-    opts.frontend
-        .include_dirs
-        .extend(args.include_dirs.iter().cloned());
-    opts.frontend.defines.extend(args.defines.iter().cloned());
-    // A `-D` on the command line wins over a database's `-U`.
-    opts.frontend
-        .undefines
-        .retain(|u| !args.defines.iter().any(|(name, _)| name == u));
     if args.system_includes || config.system_includes {
         system_includes::add_to(&mut opts);
     }

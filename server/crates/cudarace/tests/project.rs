@@ -327,6 +327,14 @@ fn the_configuration_names_the_database_and_nvcc_flags_apply() {
         s(&dir.join("k.cu")),
     ]);
     assert_eq!(verdicts(&out)[0].0, "slow", "{}", stderr(&out));
+    // cudarace.toml is stronger than the database too: its `SLOW` survives the database's -U.
+    std::fs::write(
+        dir.join("cudarace.toml"),
+        "[frontend]\ncompile-commands = \"db/cc.json\"\ndefine = [\"SLOW\"]\n",
+    )
+    .expect("write");
+    let out = run(&["check", "--format", "json", s(&dir.join("k.cu"))]);
+    assert_eq!(verdicts(&out)[0].0, "slow", "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -8,9 +8,10 @@
 //!   "compileCommands": "/path/build/compile_commands.json", "systemIncludes": false }
 //! ```
 
-use crate::pipeline::{CheckOptions, FrontendOptions, Options};
+use crate::pipeline::{CheckOptions, Options};
 use cudarace_analysis::compile_db::Flags;
 use cudarace_analysis::config::{set_timeout, Config};
+use cudarace_analysis::layers::{layered_options, UserFlags};
 use cudarace_analysis::db_cache::DbCache;
 use cudarace_ir::LaunchConfig;
 use serde::Deserialize;
@@ -177,9 +178,9 @@ impl Settings {
         self.options_with_flags(config, None)
     }
 
-    /// The options of a document at `path` checked with `config`: the flags its compilation
-    /// database gives it (read through `databases`) come after the configuration's and before
-    /// these settings'.
+    /// The options of a document at `path` checked with `config`: these settings over the
+    /// configuration over the flags its compilation database gives it (read through
+    /// `databases`).
     pub fn options_for(
         &self,
         path: Option<&std::path::Path>,
@@ -193,12 +194,7 @@ impl Settings {
     /// The options of a file compiled with `flags` (from a compilation database), checked with
     /// `config`.
     pub fn options_with_flags(&self, config: &Arc<Config>, flags: Option<&Flags>) -> Options {
-        let mut opts = Options::default();
-        config.apply(&mut opts);
-        if let Some(flags) = flags {
-            flags.apply(&mut opts.frontend);
-        }
-        let defines = self
+        let defines: Vec<(String, String)> = self
             .defines
             .iter()
             .map(|d| match d.split_once('=') {
@@ -206,13 +202,13 @@ impl Settings {
                 None => (d.trim().to_string(), "1".to_string()),
             })
             .collect();
-        let frontend = FrontendOptions {
-            include_dirs: self.include_dirs.clone(),
-            defines,
-            ..FrontendOptions::default()
+        // The editor's settings over the configuration's over the database's, as on the
+        // command line.
+        let user = UserFlags {
+            include_dirs: &self.include_dirs,
+            defines: &defines,
         };
-        opts.frontend.include_dirs.extend(frontend.include_dirs);
-        opts.frontend.defines.extend(frontend.defines);
+        let mut opts = layered_options(config, flags, user);
         opts.check.launch_override = self.launch_override();
         if let Some(ms) = self.timeout_ms {
             set_timeout(&mut opts.check.limits, ms);
@@ -299,9 +295,10 @@ mod tests {
             opts.check.launch_override.block_dim,
             [Some(32), Some(1), Some(1)]
         );
+        // The editor's include folders are searched first.
         assert_eq!(
             opts.frontend.include_dirs,
-            vec![PathBuf::from("/p/inc"), PathBuf::from("/e")]
+            vec![PathBuf::from("/e"), PathBuf::from("/p/inc")]
         );
         assert_eq!(opts.frontend.defines.len(), 2);
     }
