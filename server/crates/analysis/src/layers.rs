@@ -77,7 +77,10 @@ mod tests {
             .expect("config"),
         );
         let cli_dirs = [PathBuf::from("/cli")];
-        let cli_defines = [("W".to_string(), "3".to_string()), ("CLI".into(), "1".into())];
+        let cli_defines = [
+            ("W".to_string(), "3".to_string()),
+            ("CLI".into(), "1".into()),
+        ];
         let user = UserFlags {
             include_dirs: &cli_dirs,
             defines: &cli_defines,

@@ -11,8 +11,8 @@
 use crate::pipeline::{CheckOptions, Options};
 use cudarace_analysis::compile_db::Flags;
 use cudarace_analysis::config::{set_timeout, Config};
-use cudarace_analysis::layers::{layered_options, UserFlags};
 use cudarace_analysis::db_cache::DbCache;
+use cudarace_analysis::layers::{layered_options, UserFlags};
 use cudarace_ir::LaunchConfig;
 use serde::Deserialize;
 use serde_json::Value;
