@@ -60,6 +60,7 @@ impl<'t> HostEnv<'_, 't> {
                 found = Some((init, decl));
             }
         };
+        let mut field_stores = false;
         let mut stack = vec![body];
         let mut count = 0;
         while let Some(n) = stack.pop() {
@@ -89,8 +90,26 @@ impl<'t> HostEnv<'_, 't> {
                             Some(t)
                         };
                         if base.is_some_and(|b| node_text(b, self.text) == name) {
-                            return None;
+                            // `block.x = 64;` where every run reaches the launch with the same
+                            // value: read by `field_stores`; anything else hides the value.
+                            if self.dim3_field_store(n).is_none() {
+                                return None;
+                            }
+                            field_stores = true;
                         }
+                    }
+                }
+                // `dim3 block;`: (1, 1, 1) until its fields are stored.
+                "declaration" => {
+                    let is_dim3 = n
+                        .child_by_field_name("type")
+                        .is_some_and(|t| node_text(t, self.text) == "dim3");
+                    let mut c = n.walk();
+                    let bare = n
+                        .children_by_field_name("declarator", &mut c)
+                        .any(|d| d.kind() == "identifier" && node_text(d, self.text) == name);
+                    if is_dim3 && bare {
+                        pick(n, n);
                     }
                 }
                 // `dim3 block(TILE, ROWS);` with macro arguments is C++'s most vexing parse:
@@ -120,7 +139,113 @@ impl<'t> HostEnv<'_, 't> {
                 stack.push(ch);
             }
         }
+        // Field stores are read only on a `dim3`: another type's fields are not its value.
+        if field_stores && !found.is_some_and(|(_, decl)| self.declares_dim3(decl)) {
+            return None;
+        }
         found
+    }
+
+    /// Whether `decl` (a declaration, or a declarator inside one) has type `dim3`.
+    fn declares_dim3(&self, decl: Node) -> bool {
+        let mut d = Some(decl);
+        while let Some(n) = d {
+            if n.kind() == "declaration" {
+                return n
+                    .child_by_field_name("type")
+                    .is_some_and(|t| node_text(t, self.text) == "dim3");
+            }
+            d = n.parent();
+        }
+        false
+    }
+
+    /// `v.x = e` (`x`, `y` or `z`) that either runs before the launch on every path to it
+    /// (only blocks and expression statements around it in the function) or runs after it and
+    /// outside any loop around the launch (it cannot change this launch): the component and
+    /// the stored value, with whether it comes before the launch.
+    fn dim3_field_store(&self, n: Node<'t>) -> Option<(usize, Node<'t>, bool)> {
+        if n.kind() != "assignment_expression"
+            || n.child_by_field_name("operator")
+                .map(|o| node_text(o, self.text))
+                != Some("=")
+        {
+            return None;
+        }
+        let target = n.child_by_field_name("left")?;
+        if target.kind() != "field_expression" {
+            return None;
+        }
+        let d = match node_text(target.child_by_field_name("field")?, self.text) {
+            "x" => 0,
+            "y" => 1,
+            "z" => 2,
+            _ => return None,
+        };
+        let value = n.child_by_field_name("right")?;
+        let body = self.func_body?;
+        let mut p = n.parent();
+        if n.start_byte() < self.at {
+            while let Some(a) = p {
+                if a == body {
+                    return Some((d, value, true));
+                }
+                if !matches!(
+                    a.kind(),
+                    "expression_statement" | "compound_statement" | "parenthesized_expression"
+                ) {
+                    return None;
+                }
+                p = a.parent();
+            }
+            return None;
+        }
+        while let Some(a) = p {
+            if a == body {
+                return Some((d, value, false));
+            }
+            let is_loop = matches!(
+                a.kind(),
+                "for_statement" | "while_statement" | "do_statement" | "for_range_loop"
+            );
+            if is_loop && a.start_byte() <= self.at && self.at < a.end_byte() {
+                return None;
+            }
+            p = a.parent();
+        }
+        None
+    }
+
+    /// The stores `name.x = e` that run before the launch, after `decl` (the declaration in
+    /// scope), in source order: component and value.
+    fn field_stores(&self, name: &str, decl: Node<'t>) -> Vec<(usize, Node<'t>)> {
+        let Some(body) = self.func_body else {
+            return vec![];
+        };
+        let mut out = Vec::new();
+        let mut stack = vec![body];
+        while let Some(n) = stack.pop() {
+            if n.start_byte() >= self.at {
+                continue;
+            }
+            if n.kind() == "assignment_expression" && n.start_byte() > decl.end_byte() {
+                let base = n
+                    .child_by_field_name("left")
+                    .filter(|t| t.kind() == "field_expression")
+                    .and_then(|t| t.child_by_field_name("argument"));
+                if base.is_some_and(|b| node_text(b, self.text) == name) {
+                    if let Some((d, v, true)) = self.dim3_field_store(n) {
+                        out.push((n.start_byte(), d, v));
+                    }
+                }
+            }
+            let mut c = n.walk();
+            for ch in n.named_children(&mut c) {
+                stack.push(ch);
+            }
+        }
+        out.sort_by_key(|(at, _, _)| *at);
+        out.into_iter().map(|(_, d, v)| (d, v)).collect()
     }
 
     fn dims(&self, e: Node<'t>, depth: u32) -> Option<[u64; 3]> {
@@ -141,16 +266,28 @@ impl<'t> HostEnv<'_, 't> {
                     let v = eval(e, self.text, self, 0)?;
                     return Some([pos(v)?, 1, 1]);
                 }
-                match self.local_init(node_text(e, self.text)) {
-                    Some((init, _))
-                        if matches!(init.kind(), "argument_list" | "initializer_list") =>
-                    {
-                        self.dim3_args(init)
+                let name = node_text(e, self.text);
+                let (init, decl) = match self.local_init(name) {
+                    Some(found) => found,
+                    None => return Some([pos(eval(e, self.text, self, 0)?)?, 1, 1]),
+                };
+                let mut dims = match init.kind() {
+                    "argument_list" | "initializer_list" => self.dim3_args(init),
+                    "parameter_list" => self.dim3_params(init),
+                    "declaration" => Some([1, 1, 1]),
+                    _ => self.dims(init, depth + 1),
+                };
+                if self.declares_dim3(decl) {
+                    for (d, v) in self.field_stores(name, decl) {
+                        let v = eval(v, self.text, self, 0).and_then(pos);
+                        match (&mut dims, v) {
+                            (Some(dims), Some(v)) => dims[d] = v,
+                            (dims, None) => *dims = None,
+                            (None, Some(_)) => {}
+                        }
                     }
-                    Some((init, _)) if init.kind() == "parameter_list" => self.dim3_params(init),
-                    Some((init, _)) => self.dims(init, depth + 1),
-                    None => Some([pos(eval(e, self.text, self, 0)?)?, 1, 1]),
                 }
+                dims
             }
             "initializer_list" => self.dim3_args(e),
             _ => Some([pos(eval(e, self.text, self, 0)?)?, 1, 1]),
@@ -215,6 +352,25 @@ impl<'t> HostEnv<'_, 't> {
                 None => vec![],
             },
             "identifier" => match self.local_init(node_text(e, self.text)) {
+                Some((init, decl))
+                    if self.declares_dim3(decl)
+                        && !self.field_stores(node_text(e, self.text), decl).is_empty() =>
+                {
+                    // Components stored one by one: the texts stored over the initial ones.
+                    let mut texts = match init.kind() {
+                        "argument_list" | "initializer_list" | "parameter_list" => list(init),
+                        _ => vec![],
+                    };
+                    if init.kind() != "declaration" && texts.is_empty() {
+                        return vec![squash(e)];
+                    }
+                    texts.resize(3, "1".to_string());
+                    for (d, v) in self.field_stores(node_text(e, self.text), decl) {
+                        texts[d] = squash(v);
+                    }
+                    texts
+                }
+                Some((init, _)) if init.kind() == "declaration" => vec!["1".to_string(); 3],
                 Some((init, decl))
                     if matches!(init.kind(), "argument_list" | "initializer_list") =>
                 {
