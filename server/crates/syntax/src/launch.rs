@@ -92,9 +92,7 @@ impl<'t> HostEnv<'_, 't> {
                         if base.is_some_and(|b| node_text(b, self.text) == name) {
                             // `block.x = 64;` where every run reaches the launch with the same
                             // value: read by `field_stores`; anything else hides the value.
-                            if self.dim3_field_store(n).is_none() {
-                                return None;
-                            }
+                            self.dim3_field_store(n)?;
                             field_stores = true;
                         }
                     }
