@@ -39,28 +39,49 @@ pub struct EditSeries {
     pub max_queries_solved: u64,
 }
 
-struct Client {
+pub(crate) struct Client {
     child: Child,
     stdin: ChildStdin,
     incoming: Receiver<Value>,
     next_id: i64,
     /// `publishDiagnostics` seen: (uri, version, when).
     publishes: Vec<(String, Option<i64>, Instant)>,
+    /// How long a request waits for its answer.
+    wait: Duration,
+    /// The server's stderr lines with the time each arrived (when started with a log level).
+    pub(crate) log: Option<Receiver<(Instant, String)>>,
 }
 
 const WAIT: Duration = Duration::from_secs(600);
 
 impl Client {
     fn start(binary: &Path) -> Result<Client, String> {
-        let mut child = Command::new(binary)
+        Client::start_with(binary, None, WAIT)
+    }
+
+    /// Starts `binary lsp`; with `log_level`, the server logs at that level (`CUDARACE_LOG`) and
+    /// its stderr lines arrive on [`Client::log`], timestamped when read. Requests give up after
+    /// `wait`.
+    pub(crate) fn start_with(
+        binary: &Path,
+        log_level: Option<&str>,
+        wait: Duration,
+    ) -> Result<Client, String> {
+        let mut command = Command::new(binary);
+        command
             .arg("lsp")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(level) = log_level {
+            command.env("CUDARACE_LOG", level).stderr(Stdio::piped());
+        }
+        let mut child = command
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
+        let log = child.stderr.take().map(timestamped_lines);
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
@@ -76,6 +97,8 @@ impl Client {
             incoming: rx,
             next_id: 1,
             publishes: Vec::new(),
+            wait,
+            log,
         })
     }
 
@@ -86,15 +109,15 @@ impl Client {
             .map_err(|e| format!("write to server: {e}"))
     }
 
-    fn notify(&mut self, method: &str, params: Value) -> Result<(), String> {
+    pub(crate) fn notify(&mut self, method: &str, params: Value) -> Result<(), String> {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
     }
 
-    fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + self.wait;
         loop {
             let msg = self.next_message(deadline)?;
             if msg.get("id").and_then(Value::as_i64) == Some(id) && msg.get("method").is_none() {
@@ -140,7 +163,7 @@ impl Client {
     }
 
     /// Waits for the check of the document's current version (`cudarace/stats` with `wait`).
-    fn wait_checked(&mut self, uri: &str) -> Result<Value, String> {
+    pub(crate) fn wait_checked(&mut self, uri: &str) -> Result<Value, String> {
         self.request(
             "cudarace/stats",
             json!({"textDocument": {"uri": uri}, "wait": true}),
@@ -160,6 +183,22 @@ impl Drop for Client {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Reads `stream` line by line on a thread; each line arrives with the time it was read.
+pub(crate) fn timestamped_lines(
+    stream: impl std::io::Read + Send + 'static,
+) -> Receiver<(Instant, String)> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            if tx.send((Instant::now(), line)).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 fn read_message(reader: &mut impl BufRead) -> Option<Value> {

@@ -1,10 +1,14 @@
-//! `cargo run --release -p cudarace-bench [-- --reps N] [-- --sections abc]`
+//! `cargo run --release -p cudarace-bench [-- --reps N] [-- --sections abcde]`
 //!
 //! Prints markdown tables (pasted into BENCHMARKS.md):
 //! (a) per-kernel analysis time over the fixtures, the examples and the realistic kernels of
 //!     `server/crates/bench/kernels/`;
 //! (b) scaling of five generated race-free families with their size;
-//! (c) editor latency and (d) server memory, driving `cudarace lsp` over stdio.
+//! (c) editor latency and (d) server memory, driving `cudarace lsp` over stdio;
+//! (e) project indexing: a generated CMake-like project of 200 translation units with a
+//!     compilation database ([`gen_project`]): the time `cudarace check` and `cudarace lsp` take
+//!     to build its launch index, and edits of a header kernel with the project against the same
+//!     file without one (see [`project`]).
 //!
 //! Real-world corpus (see [`corpus`]):
 //! `cargo run --release -p cudarace-bench -- --corpus DIR [--jobs N (2)] [--file-timeout SECONDS (60)]
@@ -24,8 +28,10 @@
 
 mod corpus;
 mod gen;
+mod gen_project;
 mod lsp;
 mod mem;
+mod project;
 mod stats;
 
 use std::collections::BTreeMap;
@@ -38,6 +44,7 @@ use cudarace_analysis::{analyze_path, analyze_source, collect_paths, Options};
 use cudarace_ir::Verdict;
 use cudarace_solver::SolverPool;
 
+use serde_json::Value;
 use stats::Samples;
 
 #[global_allocator]
@@ -60,7 +67,8 @@ fn parse_args() -> Result<Args, String> {
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut a = Args {
         reps: 3,
-        sections: "abcd".into(),
+        // (e) takes about 10 s in a release build (2 cores, see BENCHMARKS.md).
+        sections: "abcde".into(),
         workers,
         lsp_kernels: 50,
         lsp_edits: 100,
@@ -112,7 +120,7 @@ fn parse_args() -> Result<Args, String> {
             "--sample-by-kernel" => a.corpus.sample_by_kernel = true,
             "-h" | "--help" => {
                 println!(
-                    "bench [--reps N (3)] [--sections abcd] [--workers N (cores)] [--lsp-edits N (100)] \
+                    "bench [--reps N (3)] [--sections abcde (abcde)] [--workers N (cores)] [--lsp-edits N (100)] \
                      [--size-limit SECONDS (120)]\n\
                      bench --corpus DIR [--jobs N (2)] [--file-timeout SECONDS (60)] [--bin PATH] \
                      [--out RUN.jsonl] [--compare OLD.jsonl] [--sample-definite N --seed S [--sample-by-kernel]] [--no-tables]\n\
@@ -160,6 +168,9 @@ fn main() {
     }
     if args.sections.contains('c') || args.sections.contains('d') {
         section_cd(&args);
+    }
+    if args.sections.contains('e') {
+        section_e(&args);
     }
 }
 
@@ -654,6 +665,161 @@ fn section_cd(args: &Args) {
             );
         }
     }
+}
+
+/// (e) a project: the launch index of a generated 200-unit project with a compilation database
+/// (CLI and server), and edits of a header kernel with the project and without one.
+fn section_e(args: &Args) {
+    println!("## (e) Project indexing\n");
+    let Some(binary) = server_binary() else {
+        println!(
+            "not measured yet: no `cudarace` binary next to `bench` (build it with \
+             `cargo build --release -p cudarace`, or set CUDARACE_BIN).\n"
+        );
+        return;
+    };
+    let r = match project::measure(&binary, args.lsp_edits, args.reps) {
+        Ok(r) => r,
+        Err(e) => {
+            println!("not measured: {e}\n");
+            return;
+        }
+    };
+    let defines: Vec<String> = gen_project::DEFINES
+        .iter()
+        .map(|d| format!("-D{d}"))
+        .collect();
+    println!(
+        "A generated CMake-like project (`gen_project.rs`, {} lines): {} translation units \
+         `src/unitNNN.cu`, each including the configuration and helper headers and two of four \
+         kernel headers ({} kernels in headers), defining one or two kernels of its own and \
+         launching its own and the headers' kernels with constant sizes; \
+         `build/compile_commands.json` in CMake's `command` form (nvcc lines with \
+         `-I…/include {}`). Measured with `{}` logging at `info`; the CLI and the server with the \
+         project {} times each (median / max), the edits once.\n",
+        r.lines,
+        r.units,
+        r.kernels_in_headers,
+        defines.join(" "),
+        binary.display(),
+        args.reps
+    );
+    // Median and max of one measurement over the repetitions.
+    let over = |values: Vec<Option<f64>>| -> (String, String) {
+        let mut s = Samples::default();
+        for v in values.iter().flatten() {
+            s.push(*v);
+        }
+        if s.is_empty() {
+            ("-".into(), "-".into())
+        } else {
+            (fmt_ms(s.median()), fmt_ms(s.max()))
+        }
+    };
+    println!("| measurement | median ms | max ms | notes |\n|---|---:|---:|---|");
+    match &r.cli {
+        Ok(runs) => {
+            let last = runs.last();
+            let (m, x) = over(runs.iter().map(|c| c.index_ms).collect());
+            println!(
+                "| CLI: start → `launch index` log line | {m} | {x} | {} sites; includes start-up \
+                 and reading the database |",
+                last.and_then(|c| c.sites)
+                    .map_or("?".into(), |s| s.to_string())
+            );
+            let (m, x) = over(runs.iter().map(|c| Some(c.wall_ms)).collect());
+            if let Some(c) = last {
+                println!(
+                    "| CLI: `check --compile-commands … --format json`, whole project | {m} | {x} \
+                     | {} files, {} kernels reported ({}), {} findings, exit {} |",
+                    c.files,
+                    c.kernels,
+                    c.verdicts,
+                    c.findings,
+                    c.exit.map_or("by a signal".into(), |e| e.to_string())
+                );
+            }
+        }
+        Err(e) => println!("| CLI | - | - | not measured: {e} |"),
+    }
+    match &r.with_project {
+        Ok(runs) => {
+            let last = runs.last();
+            let (m, x) = over(runs.iter().map(|l| Some(l.open_ms)).collect());
+            println!(
+                "| server: didOpen `{}` → first check complete | {m} | {x} | before the index is \
+                 ready |",
+                gen_project::EDITED_HEADER
+            );
+            let (m, x) = over(runs.iter().map(|l| l.index_ms).collect());
+            println!(
+                "| server: didOpen → `launch index of …` log line | {m} | {x} | {} sites, {} \
+                 index build(s) per server |",
+                last.and_then(|l| l.sites)
+                    .map_or("?".into(), |s| s.to_string()),
+                last.map_or(Value::Null, |l| l.after["serverIndexBuilds"].clone())
+            );
+            let (m, x) = over(runs.iter().map(|l| l.build_ms).collect());
+            println!(
+                "| server: `building the launch index` → `launch index of …` log lines | {m} | {x} \
+                 | the build itself, on a blocking thread |"
+            );
+            let (m, x) = over(runs.iter().map(|l| l.indexed_check_ms).collect());
+            println!(
+                "| server: didOpen → check with the index complete | {m} | {x} | `{}` then \
+                 assumes {} |",
+                gen_project::EDITED_KERNEL,
+                last.map_or("?", |l| l.launch.as_str())
+            );
+        }
+        Err(e) => println!("| server, with the project | - | - | not measured: {e} |"),
+    }
+    match &r.without_project {
+        Ok(l) => println!(
+            "| server, no project: didOpen → first check complete | {} | | flags as \
+             `defines`/`includeDirs` settings; `{}` assumes {} |",
+            fmt_ms(l.open_ms),
+            gen_project::EDITED_KERNEL,
+            l.launch
+        ),
+        Err(e) => println!("| server, no project | - | - | not measured: {e} |"),
+    }
+    println!(
+        "\nOne-character edits in `{}` (a header kernel), {} of each kind, each waited for \
+         (`cudarace/stats` with `wait`) before the next; the digit cycles through 1–9 (without \
+         the original), so answers repeat after 8 edits. Header reads/parses and index builds \
+         are the server's totals before the first and after the last edit:\n",
+        gen_project::EDITED_KERNEL,
+        args.lsp_edits
+    );
+    println!(
+        "| edits | kind | n | median ms | p95 ms | max ms | queries solved | header reads | header parses | index builds |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let with = r.with_project.as_ref().ok().and_then(|runs| runs.last());
+    for (name, run) in [
+        ("with the project", with),
+        ("without a project", r.without_project.as_ref().ok()),
+    ] {
+        let Some(l) = run else { continue };
+        let n = |v: &Value, k: &str| v[k].as_u64().map_or("?".into(), |n| n.to_string());
+        let moved = |k: &str| format!("{} → {}", n(&l.before, k), n(&l.after, k));
+        for s in &l.series {
+            println!(
+                "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                s.name,
+                s.check_ms.len(),
+                fmt_ms(s.check_ms.median()),
+                fmt_ms(s.check_ms.percentile(95.0)),
+                fmt_ms(s.check_ms.max()),
+                s.queries_solved,
+                moved("serverHeaderReads"),
+                moved("serverHeaderParses"),
+                moved("serverIndexBuilds"),
+            );
+        }
+    }
+    println!("\nSection (e) took {:.1} s.\n", r.total_s);
 }
 
 #[cfg(test)]
