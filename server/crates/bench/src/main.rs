@@ -784,34 +784,52 @@ fn section_e(args: &Args) {
         ),
         Err(e) => println!("| server, no project | - | - | not measured: {e} |"),
     }
+    match &r.without_project_launch {
+        Ok(l) => println!(
+            "| server, no project, launch as settings: didOpen → first check complete | {} | | \
+             `blockDim` [256], `gridDim` [64] settings too; `{}` assumes {} |",
+            fmt_ms(l.open_ms),
+            gen_project::EDITED_KERNEL,
+            l.launch
+        ),
+        Err(e) => {
+            println!("| server, no project, launch as settings | - | - | not measured: {e} |")
+        }
+    }
     println!(
         "\nOne-character edits in `{}` (a header kernel), {} of each kind, each waited for \
          (`cudarace/stats` with `wait`) before the next; the digit cycles through 1–9 (without \
-         the original), so answers repeat after 8 edits. Header reads/parses and index builds \
-         are the server's totals before the first and after the last edit:\n",
+         the original), so answers repeat after 8 edits. \"server's check\" = `last.timeMs` of \
+         the stats (the check itself: front end and kernels); header reads/parses and index \
+         builds are the server's totals before the first and after the last edit:\n",
         gen_project::EDITED_KERNEL,
         args.lsp_edits
     );
     println!(
-        "| edits | kind | n | median ms | p95 ms | max ms | queries solved | header reads | header parses | index builds |"
+        "| edits | kind | n | median ms | p95 ms | max ms | server's check median ms | queries solved | header reads | header parses | index builds |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let with = r.with_project.as_ref().ok().and_then(|runs| runs.last());
     for (name, run) in [
         ("with the project", with),
         ("without a project", r.without_project.as_ref().ok()),
+        (
+            "without a project, launch as settings",
+            r.without_project_launch.as_ref().ok(),
+        ),
     ] {
         let Some(l) = run else { continue };
         let n = |v: &Value, k: &str| v[k].as_u64().map_or("?".into(), |n| n.to_string());
         let moved = |k: &str| format!("{} → {}", n(&l.before, k), n(&l.after, k));
         for s in &l.series {
             println!(
-                "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 s.name,
                 s.check_ms.len(),
                 fmt_ms(s.check_ms.median()),
                 fmt_ms(s.check_ms.percentile(95.0)),
                 fmt_ms(s.check_ms.max()),
+                fmt_ms(s.server_ms.median()),
                 s.queries_solved,
                 moved("serverHeaderReads"),
                 moved("serverHeaderParses"),

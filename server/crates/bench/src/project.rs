@@ -62,6 +62,9 @@ pub struct LspRun {
 pub struct EditSeries {
     pub name: &'static str,
     pub check_ms: Samples,
+    /// The server's own time for each of those checks (`last.timeMs` of `cudarace/stats`: front
+    /// end and kernels, without the main loop's work before the check starts).
+    pub server_ms: Samples,
     /// Solver queries the server solved for them (answers not in its cache).
     pub queries_solved: u64,
 }
@@ -76,6 +79,9 @@ pub struct ProjectResults {
     /// One server per repetition; only the last makes the edits.
     pub with_project: Result<Vec<LspRun>, String>,
     pub without_project: Result<LspRun, String>,
+    /// The same, with the launch the index gives `block_reduce` as the `blockDim`/`gridDim`
+    /// settings (separates the cost of the concrete launch from that of the project).
+    pub without_project_launch: Result<LspRun, String>,
     pub total_s: f64,
 }
 
@@ -90,7 +96,8 @@ impl Drop for TempDir {
 
 /// Generates the project, then: `reps` CLI runs over it, `reps` servers that open the edited
 /// header and wait for its index (the last one makes `edits` edits of each kind), and one server
-/// that makes the same edits in a copy of the headers without the project.
+/// that makes the same edits in a copy of the headers without the project (and one more with
+/// the launch the index gives as settings).
 pub fn measure(binary: &Path, edits: usize, reps: usize) -> Result<ProjectResults, String> {
     let started = Instant::now();
     let base = TempDir(
@@ -132,7 +139,11 @@ pub fn measure(binary: &Path, edits: usize, reps: usize) -> Result<ProjectResult
         "defines": DEFINES,
         "includeDirs": [solo.join("include").display().to_string()],
     });
+    let mut with_launch = settings.clone();
+    with_launch["blockDim"] = json!([256]);
+    with_launch["gridDim"] = json!([64]);
     let without_project = run_lsp(binary, &solo, Some(settings), edits);
+    let without_project_launch = run_lsp(binary, &solo, Some(with_launch), edits);
     Ok(ProjectResults {
         units: project.units.len(),
         lines,
@@ -140,6 +151,7 @@ pub fn measure(binary: &Path, edits: usize, reps: usize) -> Result<ProjectResult
         cli,
         with_project,
         without_project,
+        without_project_launch,
         total_s: started.elapsed().as_secs_f64(),
     })
 }
@@ -342,6 +354,7 @@ fn run_lsp(
         let mut s = EditSeries {
             name,
             check_ms: Samples::default(),
+            server_ms: Samples::default(),
             queries_solved: 0,
         };
         let original = text.lines().nth(line).and_then(|l| l[col..].chars().next());
@@ -364,6 +377,9 @@ fn run_lsp(
             after = c.wait_checked(&uri)?;
             s.check_ms.push(sent.elapsed().as_secs_f64() * 1000.0);
             s.queries_solved += after["last"]["queriesSolved"].as_u64().unwrap_or(0);
+            if let Some(t) = after["last"]["timeMs"].as_f64() {
+                s.server_ms.push(t);
+            }
         }
         series.push(s);
     }
