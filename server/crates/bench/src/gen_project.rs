@@ -174,6 +174,8 @@ pub fn unit_text(i: usize) -> String {
     let grid = [32, 64, 128, 256][i % 4];
     let mut s = format!(
         "// Translation unit {i:03} of the generated project.\n\
+         #include <cstdio>\n\
+         #include <cuda_runtime.h>\n\
          #include \"config.cuh\"\n\
          #include \"device_utils.cuh\"\n"
     );
@@ -222,6 +224,32 @@ pub fn unit_text(i: usize) -> String {
         };
     }
     s += "}\n";
+    // Host code around it, as a unit of a real project has.
+    s += &format!(
+        "\nint main_unit{i:03}(int n) {{\n\
+         \x20   float *d_in, *d_out, *d_tmp;\n\
+         \x20   unsigned *d_hist;\n\
+         \x20   unsigned char *d_bytes;\n\
+         \x20   cudaMalloc(&d_in, n * sizeof(float));\n\
+         \x20   cudaMalloc(&d_out, n * sizeof(float));\n\
+         \x20   cudaMalloc(&d_tmp, n * sizeof(float));\n\
+         \x20   cudaMalloc(&d_hist, BINS * sizeof(unsigned));\n\
+         \x20   cudaMalloc(&d_bytes, n);\n\
+         \x20   cudaMemset(d_hist, 0, BINS * sizeof(unsigned));\n\
+         \x20   run_unit{i:03}(d_in, d_out, d_tmp, d_hist, d_bytes, n);\n\
+         \x20   cudaError_t err = cudaDeviceSynchronize();\n\
+         \x20   if (err != cudaSuccess) {{\n\
+         \x20       fprintf(stderr, \"unit {i:03}: %s\\n\", cudaGetErrorString(err));\n\
+         \x20       return 1;\n\
+         \x20   }}\n\
+         \x20   cudaFree(d_in);\n\
+         \x20   cudaFree(d_out);\n\
+         \x20   cudaFree(d_tmp);\n\
+         \x20   cudaFree(d_hist);\n\
+         \x20   cudaFree(d_bytes);\n\
+         \x20   return 0;\n\
+         }}\n"
+    );
     s
 }
 

@@ -60,6 +60,8 @@ struct Args {
     lsp_edits: usize,
     size_limit_s: u64,
     one: Option<(usize, usize)>,
+    /// `--write-project DIR`: write the project of section (e) there and exit.
+    write_project: Option<PathBuf>,
     corpus: corpus::Options,
 }
 
@@ -74,6 +76,7 @@ fn parse_args() -> Result<Args, String> {
         lsp_edits: 100,
         size_limit_s: 120,
         one: None,
+        write_project: None,
         corpus: corpus::Options::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -94,6 +97,7 @@ fn parse_args() -> Result<Args, String> {
                 let n = value()?.parse().map_err(|e| format!("--one: {e}"))?;
                 a.one = Some((f, n));
             }
+            "--write-project" => a.write_project = Some(PathBuf::from(value()?)),
             "--corpus" => a.corpus.dir = Some(PathBuf::from(value()?)),
             "--from" => a.corpus.from = Some(PathBuf::from(value()?)),
             "--jobs" => {
@@ -122,6 +126,7 @@ fn parse_args() -> Result<Args, String> {
                 println!(
                     "bench [--reps N (3)] [--sections abcde (abcde)] [--workers N (cores)] [--lsp-edits N (100)] \
                      [--size-limit SECONDS (120)]\n\
+                     bench --write-project DIR   (writes the generated project of section e)\n\
                      bench --corpus DIR [--jobs N (2)] [--file-timeout SECONDS (60)] [--bin PATH] \
                      [--out RUN.jsonl] [--compare OLD.jsonl] [--sample-definite N --seed S [--sample-by-kernel]] [--no-tables]\n\
                      bench --from RUN.jsonl [--compare OLD.jsonl] [--sample-definite N --seed S] [--no-tables]"
@@ -144,6 +149,16 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(dir) = &args.write_project {
+        match gen_project::write_project(dir, project::UNITS) {
+            Ok(p) => println!("{}", p.database.display()),
+            Err(e) => {
+                eprintln!("bench: {}: {e}", dir.display());
+                std::process::exit(2);
+            }
+        }
+        return;
+    }
     if args.corpus.wanted() {
         if let Err(e) = corpus::run(&args.corpus, server_binary) {
             eprintln!("bench: {e}");
