@@ -811,6 +811,10 @@ fn section_e(args: &Args) {
             println!("| server, no project, launch as settings | - | - | not measured: {e} |")
         }
     }
+    if r.with_project.is_err() && r.without_project.is_err() && r.without_project_launch.is_err() {
+        println!("\nSection (e) took {:.1} s.\n", r.total_s);
+        return;
+    }
     println!(
         "\nOne-character edits in `{}` (a header kernel), {} of each kind, each waited for \
          (`cudarace/stats` with `wait`) before the next; the digit cycles through 1–9 (without \

@@ -214,7 +214,7 @@ fn run_cli(binary: &Path, project: &gen_project::Project) -> Result<CliRun, Stri
         }
     }
     let report: Value = serde_json::from_str(&out)
-        .map_err(|e| format!("the report is not JSON ({e}); exit {status}"))?;
+        .map_err(|e| format!("the report is not JSON ({e}); {status}"))?;
     let count = |key: &str| report[key].as_array().map_or(0, Vec::len);
     let mut verdicts = std::collections::BTreeMap::new();
     for k in report["kernels"].as_array().into_iter().flatten() {
