@@ -69,7 +69,7 @@ fn parse_args() -> Result<Args, String> {
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut a = Args {
         reps: 3,
-        // (e) takes about 10 s in a release build (2 cores, see BENCHMARKS.md).
+        // (e) takes 10–15 s in a release build (2 cores, see BENCHMARKS.md): cheap enough.
         sections: "abcde".into(),
         workers,
         lsp_kernels: 50,
