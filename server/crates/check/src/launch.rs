@@ -236,6 +236,12 @@ pub fn resolve(
                         out.push((format!("gridDim.{}", DIM_NAMES[d]), t));
                     }
                 }
+                // Likewise a block computed from passed values (`k<<<rows, n / 4>>>(out, n)`).
+                for (d, rel) in s.block_relations.iter().enumerate() {
+                    if let Some(t) = rel.as_ref().and_then(|r| site_term_with(r, &arg)) {
+                        out.push((format!("blockDim.{}", DIM_NAMES[d]), t));
+                    }
+                }
             }
             out
         })
@@ -539,6 +545,7 @@ mod tests {
             args: vec![],
             template_args: vec![],
             grid_relations: [None, None, None],
+            block_relations: [None, None, None],
         });
         file.header_launch.grid_dim = [Some(2), None, None];
         let mut ov = LaunchConfig::default();

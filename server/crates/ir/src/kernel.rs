@@ -73,6 +73,8 @@ pub struct LaunchSite {
     /// Each grid dimension in terms of the call's arguments ([`SiteValue::Arg`]), when the grid
     /// is computed from values the call also passes (`None`: no such relation).
     pub grid_relations: [Option<SiteValue>; 3],
+    /// Each block dimension in terms of the call's arguments (`k<<<rows, n / 4>>>(out, n)`).
+    pub block_relations: [Option<SiteValue>; 3],
 }
 
 /// The value of a launch argument: a constant, a launch size, or a product of those

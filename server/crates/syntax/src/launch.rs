@@ -500,16 +500,17 @@ impl<'t> HostEnv<'_, 't> {
             .collect()
     }
 
-    /// Each grid dimension in terms of the call's arguments: `dim3 grid(DIVUP(n, 64))` with `n`
-    /// passed gives `gridDim.x == DIVUP(arg, 64)` (macros expanded). `None` for a dimension that
-    /// is not computed from a passed value.
-    fn grid_relations(
+    /// Each dimension of a launch size (the grid or the block) in terms of the call's
+    /// arguments: `dim3 grid(DIVUP(n, 64))` with `n` passed gives `gridDim.x == DIVUP(arg, 64)`
+    /// (macros expanded), `<<<rows, n / 4>>>` gives `blockDim.x == arg / 4`. `None` for a
+    /// dimension that is not computed from a passed value.
+    fn size_relations(
         &self,
-        grid: Option<Node<'t>>,
+        size: Option<Node<'t>>,
         call_args: Option<Node<'t>>,
     ) -> [Option<SiteValue>; 3] {
         let mut out: [Option<SiteValue>; 3] = [None, None, None];
-        let (Some(grid), Some(list)) = (grid, call_args) else {
+        let (Some(size), Some(list)) = (size, call_args) else {
             return out;
         };
         let mut c = list.walk();
@@ -518,7 +519,7 @@ impl<'t> HostEnv<'_, 't> {
             .filter(|a| a.kind() != "comment")
             .map(|a| squash(node_text(a, self.text)))
             .collect();
-        for (d, comp) in self.dim_texts(grid, 0).iter().enumerate().take(3) {
+        for (d, comp) in self.dim_texts(size, 0).iter().enumerate().take(3) {
             let (text, tree) = crate::parse::parse_snippet_body(comp);
             let Some(e) = crate::consteval::snippet_expr(&tree) else {
                 continue;
@@ -681,8 +682,12 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                                 args.first().copied(),
                                 args.get(1).copied(),
                             ),
-                            grid_relations: env.grid_relations(
+                            grid_relations: env.size_relations(
                                 args.first().copied(),
+                                n.child_by_field_name("arguments"),
+                            ),
+                            block_relations: env.size_relations(
+                                args.get(1).copied(),
                                 n.child_by_field_name("arguments"),
                             ),
                         });
@@ -754,6 +759,7 @@ fn runtime_api_launch<'t>(
         args: vec![],
         template_args: vec![],
         grid_relations: [None, None, None],
+        block_relations: [None, None, None],
     })
 }
 
