@@ -185,6 +185,12 @@ pub fn resolve(
     // Template arguments bind the non-type template parameters.
     let template_params: Vec<&cudarace_ir::Param> =
         kernel.params.iter().filter(|p| p.is_template).collect();
+    // The parameter a call argument binds (in terms of another argument: `k(x, n, n)`).
+    let arg_param = |j: u32| {
+        let p = call_params.get(j as usize)?;
+        (p.value.is_none() && matches!(p.ty, ScalarType::Int { .. }))
+            .then(|| Term::var(format!("param.{}", p.name)))
+    };
     let bind = |params: &[&cudarace_ir::Param], args: &[Option<SiteValue>]| {
         params
             .iter()
@@ -194,7 +200,7 @@ pub fn resolve(
                 if p.value.is_some() || !matches!(p.ty, ScalarType::Int { .. }) {
                     return None;
                 }
-                Some((format!("param.{}", p.name), site_term(a)))
+                Some((format!("param.{}", p.name), site_term_with(a, &arg_param)?))
             })
             .collect::<Vec<_>>()
     };
@@ -253,10 +259,6 @@ pub fn resolve(
         param_sites,
         warning,
     }
-}
-
-fn site_term(v: &SiteValue) -> Term {
-    site_term_with(v, &|_| None).unwrap_or_else(|| int(0))
 }
 
 /// `v` as a term; `arg(j)` names the parameter the call's argument `j` binds (`None`: the

@@ -237,6 +237,21 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         (fixed(&launch.block), fixed(&launch.grid)),
         &opts.assumptions,
     ));
+    // Plausibility assumptions stand in for what the file does not say: a parameter that every
+    // launch site binds (a constant, a launch size, another argument) is what the sites say.
+    let bound_everywhere = |name: &str| {
+        let key = format!("param.{name}");
+        !launch.param_sites.is_empty()
+            && launch
+                .param_sites
+                .iter()
+                .all(|site| site.iter().any(|(n, _)| *n == key))
+    };
+    kernel_assumptions.retain(|a| match &a.broken {
+        assumptions::Broken::Param { name, .. } => !bound_everywhere(name),
+        assumptions::Broken::LeadingDimension { ld, .. } => !bound_everywhere(ld),
+        _ => true,
+    });
     let enc = Encoder {
         p: &p,
         kernel,

@@ -488,16 +488,47 @@ impl<'t> HostEnv<'_, 't> {
         let grid = grid.map(|g| self.dim_texts(g, 0)).unwrap_or_default();
         let block = block.map(|b| self.dim_texts(b, 0)).unwrap_or_default();
         let mut c = list.walk();
-        list.named_children(&mut c)
+        let nodes: Vec<Node> = list
+            .named_children(&mut c)
             .filter(|a| a.kind() != "comment")
-            .map(|a| {
+            .collect();
+        let mut values: Vec<Option<SiteValue>> = nodes
+            .iter()
+            .map(|&a| {
                 if a.kind() == "type_descriptor" {
                     let t = node_text(a, self.text).trim().to_string();
                     return eval_text(&t, self, 0).map(SiteValue::Int);
                 }
                 self.site_value(a, &grid, &block, 0)
             })
-            .collect()
+            .collect();
+        // An argument written in terms of the others (`k(dst, width, width)`,
+        // `k(x, n, n / 2)`): its parameter is that function of theirs. Only arguments whose
+        // value cannot change between their evaluations (no call, no assignment) are matched.
+        let texts: Vec<String> = nodes
+            .iter()
+            .map(|&a| match pure_expression(a, 0) {
+                true => squash(node_text(a, self.text)),
+                false => String::new(),
+            })
+            .collect();
+        for (j, &a) in nodes.iter().enumerate() {
+            if values[j].is_some() || texts[j].is_empty() {
+                continue;
+            }
+            let mut others = texts.clone();
+            others[j] = String::new();
+            let others: Vec<String> = others
+                .into_iter()
+                .map(|t| if t.is_empty() { "\u{0}".into() } else { t })
+                .collect();
+            if let Some(v) = self.relation(a, self.text, &others, 0) {
+                if mentions_arg(&v) {
+                    values[j] = Some(v);
+                }
+            }
+        }
+        values
     }
 
     /// Each dimension of a launch size (the grid or the block) in terms of the call's
@@ -765,6 +796,29 @@ fn runtime_api_launch<'t>(
 
 fn squash(s: &str) -> String {
     s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// Whether `e` is built from names, members, constants and arithmetic only: evaluated twice,
+/// it gives the same value.
+fn pure_expression(e: Node, depth: u32) -> bool {
+    if depth > 16 {
+        return false;
+    }
+    match e.kind() {
+        "identifier" | "number_literal" | "field_expression" | "qualified_identifier" => true,
+        "parenthesized_expression" | "binary_expression" | "cast_expression" => {
+            let mut c = e.walk();
+            let ok = e
+                .named_children(&mut c)
+                .filter(|ch| ch.kind() != "type_descriptor")
+                .all(|ch| pure_expression(ch, depth + 1));
+            ok
+        }
+        "unary_expression" => e
+            .child_by_field_name("argument")
+            .is_some_and(|a| pure_expression(a, depth + 1)),
+        _ => false,
+    }
 }
 
 fn mentions_arg(v: &SiteValue) -> bool {
