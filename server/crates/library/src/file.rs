@@ -4,7 +4,7 @@
 
 use crate::*;
 use serde::Deserialize;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::ops::Range;
 use toml::Spanned;
@@ -49,6 +49,7 @@ pub struct LibraryFile {
     pub description: String,
     pub functions: Vec<FunctionModel>,
     pub macros: Vec<MacroModel>,
+    pub collectives: Vec<CollectiveModel>,
 }
 
 #[derive(Deserialize)]
@@ -59,6 +60,29 @@ struct RawFile {
     function: Vec<Spanned<RawFunction>>,
     #[serde(default, rename = "macro")]
     macros: Vec<Spanned<RawMacro>>,
+    #[serde(default)]
+    collective: Vec<Spanned<RawCollective>>,
+}
+
+/// `[[collective]]`: classes whose objects, built on a shared `TempStorage`, run one
+/// block-wide collective per method call (`BlockReduce(temp).Sum(x)`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawCollective {
+    classes: Spanned<Vec<Spanned<String>>>,
+    scope: RawScope,
+    /// Method name → the arguments it writes through references.
+    #[serde(default)]
+    writes: BTreeMap<Spanned<String>, Vec<usize>>,
+    /// The template arguments holding the block's y and z sizes (`BLOCK_DIM_Y`, `BLOCK_DIM_Z`).
+    block_dim_args: Option<Spanned<Vec<usize>>>,
+}
+
+/// Only block-wide collectives are modelled; a warp-wide one is refused, not misread.
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum RawScope {
+    Block,
 }
 
 #[derive(Deserialize)]
@@ -352,10 +376,82 @@ pub fn parse_file(path: &Path, text: &str) -> Result<LibraryFile, LibraryError> 
             body: m.body,
         });
     }
+    let collectives = collectives_of(raw.collective, &library, &error)?;
     Ok(LibraryFile {
         name: library,
         description: header.description,
         functions,
         macros,
+        collectives,
     })
+}
+
+/// The `[[collective]]` entries: one model per class, its names checked.
+fn collectives_of(
+    raw: Vec<Spanned<RawCollective>>,
+    library: &Arc<str>,
+    error: &dyn Fn(Option<Range<usize>>, String) -> LibraryError,
+) -> Result<Vec<CollectiveModel>, LibraryError> {
+    let mut out = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    for c in raw {
+        let c = c.into_inner();
+        let RawScope::Block = c.scope;
+        let block_dim_args =
+            match c.block_dim_args {
+                None => None,
+                Some(v) => {
+                    let span = v.span();
+                    match v.into_inner().as_slice() {
+                        [y, z] if y != z => Some([*y, *z]),
+                        _ => return Err(error(
+                            Some(span),
+                            "`block-dim-args` is two different template argument indices (y, z)"
+                                .into(),
+                        )),
+                    }
+                }
+            };
+        let mut writes = BTreeMap::new();
+        for (method, args) in c.writes {
+            let span = method.span();
+            let method = method.into_inner();
+            if !is_identifier(&method) {
+                return Err(error(
+                    Some(span),
+                    format!("`{method}` is not a method name (letters, digits and `_`)"),
+                ));
+            }
+            writes.insert(method, args);
+        }
+        let classes_span = c.classes.span();
+        let classes = c.classes.into_inner();
+        if classes.is_empty() {
+            return Err(error(Some(classes_span), "`classes` is empty".into()));
+        }
+        for class in classes {
+            let span = class.span();
+            let class = class.into_inner();
+            if !is_identifier(&class) {
+                return Err(error(
+                    Some(span),
+                    format!("`{class}` is not a class name (letters, digits and `_`; no `::` or template arguments)"),
+                ));
+            }
+            if !seen.insert(class.clone()) {
+                return Err(error(
+                    Some(span),
+                    format!("collective class `{class}` is described twice in this file"),
+                ));
+            }
+            out.push(CollectiveModel {
+                class,
+                library: library.clone(),
+                scope: CollectiveScope::Block,
+                writes: writes.clone(),
+                block_dim_args,
+            });
+        }
+    }
+    Ok(out)
 }

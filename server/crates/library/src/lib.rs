@@ -11,7 +11,7 @@ pub mod file;
 
 pub use file::{parse_file, LibraryError, LibraryFile};
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -115,12 +115,39 @@ pub struct MacroModel {
     pub body: String,
 }
 
+/// The threads that must all call a collective, and that it synchronizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CollectiveScope {
+    /// Every thread of the block (`cub::BlockReduce`).
+    Block,
+}
+
+/// A class of block-wide collectives (`cub::BlockReduce`): `Class(temp).Method(args…)` is one
+/// collective operation on the shared `temp` storage, which every thread of the scope must
+/// call; the storage may be reused only after a barrier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectiveModel {
+    /// The class's bare name (`BlockReduce` for `cub::BlockReduce<float, 256>`).
+    pub class: String,
+    pub library: Arc<str>,
+    pub scope: CollectiveScope,
+    /// Method name → the arguments (0-based) it writes through references; a method not listed
+    /// writes none.
+    pub writes: BTreeMap<String, Vec<usize>>,
+    /// The template arguments (0-based) that give the block's y and z sizes. The class then
+    /// numbers threads by `threadIdx.x` alone unless the type gives one of them as something
+    /// other than `1` (CUB's `BLOCK_DIM_Y`, `BLOCK_DIM_Z`, which default to 1). `None`: threads
+    /// are numbered in all three dimensions.
+    pub block_dim_args: Option<[usize; 2]>,
+}
+
 /// Everything known: the bundled files, then the user's (a later description of a name
 /// replaces an earlier one).
 #[derive(Debug, Clone, Default)]
 pub struct Library {
     functions: HashMap<String, Arc<FunctionModel>>,
     macros: HashMap<String, Arc<MacroModel>>,
+    collectives: HashMap<String, Arc<CollectiveModel>>,
     /// The names of the loaded files, in load order.
     files: Vec<Arc<str>>,
 }
@@ -149,6 +176,7 @@ pub const BUNDLED: &[(&str, &str)] = &[
     ),
     ("curand.toml", include_str!("../data/curand.toml")),
     ("frameworks.toml", include_str!("../data/frameworks.toml")),
+    ("cub.toml", include_str!("../data/cub.toml")),
 ];
 
 impl Library {
@@ -193,6 +221,9 @@ impl Library {
         for m in f.macros {
             self.macros.insert(m.name.clone(), Arc::new(m));
         }
+        for c in f.collectives {
+            self.collectives.insert(c.class.clone(), Arc::new(c));
+        }
         self.files.push(f.name);
     }
 
@@ -202,6 +233,12 @@ impl Library {
 
     pub fn macro_model(&self, name: &str) -> Option<&MacroModel> {
         self.macros.get(name).map(|m| m.as_ref())
+    }
+
+    /// The collective class named `class` (its bare name, without namespace or template
+    /// arguments).
+    pub fn collective(&self, class: &str) -> Option<&CollectiveModel> {
+        self.collectives.get(class).map(|c| c.as_ref())
     }
 
     pub fn macros(&self) -> impl Iterator<Item = &MacroModel> {

@@ -8,7 +8,7 @@ fn every_bundled_file_reads_and_is_named_for_its_file() {
         assert_eq!(format!("{}.toml", f.name), *file);
         assert!(!f.description.trim().is_empty(), "{file}: no description");
         assert!(
-            !f.functions.is_empty() || !f.macros.is_empty(),
+            !f.functions.is_empty() || !f.macros.is_empty() || !f.collectives.is_empty(),
             "{file} describes nothing"
         );
     }
@@ -23,7 +23,12 @@ fn no_name_is_described_by_two_bundled_files() {
             .functions
             .iter()
             .map(|m| m.name.clone())
-            .chain(f.macros.iter().map(|m| format!("macro {}", m.name)));
+            .chain(f.macros.iter().map(|m| format!("macro {}", m.name)))
+            .chain(
+                f.collectives
+                    .iter()
+                    .map(|c| format!("collective {}", c.class)),
+            );
         for n in names {
             if let Some(other) = owner.insert(n.clone(), file.to_string()) {
                 panic!("`{n}` is described in {other} and {file}");
@@ -140,4 +145,58 @@ fn a_user_file_replaces_bundled_descriptions_and_adds_its_own() {
     let missing = Library::with_user_files(&[dir.join("absent.toml")]).unwrap_err();
     assert!(missing.message.contains("cannot read"), "{missing}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cub_block_collectives_are_described_with_the_arguments_they_write() {
+    let lib = Library::bundled();
+    let reduce = lib.collective("BlockReduce").expect("BlockReduce");
+    assert_eq!(reduce.scope, CollectiveScope::Block);
+    assert_eq!(&*reduce.library, "cub");
+    assert!(reduce.writes.is_empty());
+    let scan = lib.collective("BlockScan").expect("BlockScan");
+    assert_eq!(scan.writes.get("ExclusiveSum"), Some(&vec![1, 2]));
+    assert!(lib.collective("BlockRadixSort").is_some());
+    // Warp-wide collectives and the loads and stores of global memory are not described.
+    for absent in ["WarpReduce", "BlockLoad", "BlockStore"] {
+        assert!(lib.collective(absent).is_none(), "{absent}");
+    }
+}
+
+#[test]
+fn malformed_collectives_are_refused_with_file_and_line() {
+    let head = "[library]\nname = \"x\"\ndescription = \"d\"\n[[collective]]\n";
+    let e = err(&format!(
+        "{head}classes = [\"BlockReduce\"]\nscope = \"block\"\nsync = \"block\"\n"
+    ));
+    assert_eq!(e.line(), 7, "{e}");
+    assert!(e.message.contains("sync"), "{e}");
+
+    let e = err(&format!(
+        "{head}classes = [\"WarpReduce\"]\nscope = \"warp\"\n"
+    ));
+    assert_eq!(e.line(), 6, "{e}");
+    assert!(e.message.contains("warp"), "{e}");
+
+    let e = err(&format!(
+        "{head}classes = [\"cub::BlockReduce<float, 256>\"]\nscope = \"block\"\n"
+    ));
+    assert_eq!(e.line(), 5, "{e}");
+    assert!(e.message.contains("not a class name"), "{e}");
+
+    let e = err(&format!("{head}classes = []\nscope = \"block\"\n"));
+    assert!(e.message.contains("empty"), "{e}");
+
+    let e = err(&format!(
+        "{head}classes = [\"A\"]\nscope = \"block\"\nwrites = {{ \"Sum it\" = [0] }}\n"
+    ));
+    assert_eq!(e.line(), 7, "{e}");
+    assert!(e.message.contains("`Sum it`"), "{e}");
+
+    let e = err(&format!("{head}classes = [\"A\"]\nscope = \"block\"\n[[collective]]\nclasses = [\"A\"]\nscope = \"block\"\n"));
+    assert_eq!(e.line(), 9, "{e}");
+    assert!(e.message.contains("twice"), "{e}");
+
+    let e = err(&format!("{head}scope = \"block\"\n"));
+    assert!(e.message.contains("classes"), "{e}");
 }

@@ -65,6 +65,9 @@ pub(crate) struct Tables<'t> {
     pub classes: HashMap<String, Option<ClassDef<'t>>>,
     /// The syntax tree of each file (lambdas are found again by their byte range).
     pub roots: Vec<Node<'t>>,
+    /// File-level `typedef T Name;` and `using Name = T;`: name → the aliased type's text (the
+    /// front end looks through them for library collective classes, `lower/cxx/collectives.rs`).
+    pub type_aliases: HashMap<String, String>,
 }
 
 /// What a data member of a class holds.
@@ -305,6 +308,7 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         struct_layouts: HashMap::new(),
         classes: HashMap::new(),
         roots: trees.iter().map(|t| t.root_node()).collect(),
+        type_aliases: HashMap::new(),
     };
     // Out-of-line method definitions (`float Acc::get(int i) const { … }`): class name, method
     // name, definition; attached to their classes after the walk.
@@ -393,6 +397,9 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
                     }
                     "declaration" | "field_declaration" => {
                         add_declaration(&mut t, n, file, &text, &mut const_decls);
+                    }
+                    "type_definition" | "alias_declaration" => {
+                        t.type_aliases.extend(type_aliases_of(n, &text));
                     }
                     "template_instantiation" => {
                         if let Some((name, args)) = n
@@ -983,5 +990,29 @@ pub(crate) fn kernel_name<'t>(tab: &Tables<'t>, def: &FuncDef<'t>) -> (String, S
             "<kernel>".to_string(),
             Span::new(def.file, def.node.start_byte(), def.node.start_byte()),
         ),
+    }
+}
+
+/// The names a `typedef T A, B;` or `using A = T;` introduces, each with the text of `T`
+/// (`typename` dropped). Pointer or array typedefs (`typedef T *P;`) are not aliases of `T`.
+pub(crate) fn type_aliases_of(n: Node, text: &str) -> Vec<(String, String)> {
+    let Some(ty) = n.child_by_field_name("type") else {
+        return vec![];
+    };
+    let aliased = node_text(ty, text);
+    let aliased = aliased.strip_prefix("typename").unwrap_or(aliased).trim();
+    let aliased = aliased.to_string();
+    match n.kind() {
+        "alias_declaration" => n
+            .child_by_field_name("name")
+            .map(|name| vec![(node_text(name, text).to_string(), aliased)])
+            .unwrap_or_default(),
+        _ => {
+            let mut c = n.walk();
+            n.children_by_field_name("declarator", &mut c)
+                .filter(|d| d.kind() == "type_identifier")
+                .map(|d| (node_text(d, text).to_string(), aliased.clone()))
+                .collect()
+        }
     }
 }

@@ -184,6 +184,12 @@ impl<'a, 't> Lowerer<'a, 't> {
                     .child_by_field_name("operator")
                     .map(|o| self.text(o))
                     .unwrap_or_default();
+                // `BlockReduce(temp).Sum(x)`: a collective described by the library.
+                if let (".", Some(o)) = (op.as_str(), obj_node) {
+                    if let Some(v) = self.collective_call(o, &method, n, &args) {
+                        return v;
+                    }
+                }
                 // An object of a class defined in the file (or `*this`, or an object returned
                 // by reference, as in `a.set(1).set(2)`): the method is inlined.
                 let obj: Result<Rc<objects::Object>, Val> = match obj_node {

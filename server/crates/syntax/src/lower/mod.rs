@@ -379,6 +379,9 @@ pub(crate) struct Lowerer<'a, 't> {
     /// Template type parameters bound to classes of the file: (frame depth, parameter, class)
     /// (see `cxx/type_params.rs`).
     pub type_params: Vec<(usize, String, String)>,
+    /// `typedef`s and `using` aliases declared in the kernel and the functions inlined into it:
+    /// name → aliased type text (file-level ones are in `Tables::type_aliases`).
+    pub type_aliases: HashMap<String, String>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -429,6 +432,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             lambda_env: None,
             escaped_locals: Vec::new(),
             type_params: Vec::new(),
+            type_aliases: HashMap::new(),
         }
     }
 

@@ -254,9 +254,12 @@ impl<'a, 't> Lowerer<'a, 't> {
                     self.stmt(k);
                 }
             }
-            "type_definition"
-            | "alias_declaration"
-            | "using_declaration"
+            "type_definition" | "alias_declaration" => {
+                // Kept for the collective classes they may name (`typedef cub::BlockReduce<…> R;`).
+                let aliases = crate::collect::type_aliases_of(n, &self.src.text);
+                self.type_aliases.extend(aliases);
+            }
+            "using_declaration"
             | "static_assert_declaration"
             | "namespace_alias_definition"
             | "empty_statement"

@@ -6,9 +6,12 @@
 //! - `pointer_bumps.rs`: a pointer bumped once per iteration of a counted loop is tied to the
 //!   loop counter.
 //! - `choice.rs`: a pointer chosen with `?:` between two arrays accesses the one chosen.
+//! - `collectives.rs`: library collective classes (CUB's `BlockReduce(temp).Sum(x)`) as
+//!   what they do to their shared storage: write own slot, barrier, read every slot.
 //! - `type_params.rs`: template type parameters bound to classes of the file (`reduce<Add>`).
 
 pub(crate) mod choice;
+pub(crate) mod collectives;
 pub(crate) mod lambdas;
 pub(crate) mod pointer_bumps;
 pub(crate) mod type_params;
