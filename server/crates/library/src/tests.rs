@@ -194,8 +194,14 @@ fn malformed_collectives_are_refused_with_file_and_line() {
     assert!(e.message.contains("`Sum it`"), "{e}");
 
     let e = err(&format!("{head}classes = [\"A\"]\nscope = \"block\"\n[[collective]]\nclasses = [\"A\"]\nscope = \"block\"\n"));
-    assert_eq!(e.line(), 9, "{e}");
+    assert_eq!(e.line(), 8, "{e}");
     assert!(e.message.contains("twice"), "{e}");
+
+    let e = err(&format!(
+        "{head}classes = [\"A\"]\nscope = \"block\"\nblock-dim-args = [3]\n"
+    ));
+    assert_eq!(e.line(), 7, "{e}");
+    assert!(e.message.contains("block-dim-args"), "{e}");
 
     let e = err(&format!("{head}scope = \"block\"\n"));
     assert!(e.message.contains("classes"), "{e}");
