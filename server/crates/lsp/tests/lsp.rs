@@ -1103,3 +1103,62 @@ async fn offered_fix(c: &mut Client, uri: &str, race: &Value, title: &str) -> Op
     }
     None
 }
+
+/// A CUB `TempStorage` reused by a second block reduction without a barrier (the fixture
+/// `cub/cub_tempstorage_reused_without_barrier.cu`): the fix puts `__syncthreads()` between
+/// the two collectives, and the re-check proves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cub_tempstorage_reuse_is_fixed_with_a_barrier_between_the_collectives() {
+    const CUB_REUSE: &str =
+        include_str!("../../../../tests/fixtures/cub/cub_tempstorage_reused_without_barrier.cu");
+    let uri = "file:///work/test/cub_reuse.cu";
+    let mut c = Client::initialized(json!({"blockDim": [256], "gridDim": [4]})).await;
+    c.open(uri, CUB_REUSE);
+    let published = c.diagnostics(uri).await;
+    let race = races(&published)[0].clone();
+    let actions = c
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": race["range"], "context": {"diagnostics": [race]}}),
+        )
+        .await;
+    let actions = actions.as_array().expect("actions");
+    let action = actions
+        .iter()
+        .find(|a| {
+            a["title"]
+                .as_str()
+                .is_some_and(|t| t.contains("`__syncthreads()` between the racing accesses"))
+        })
+        .unwrap_or_else(|| panic!("a barrier between the collectives is offered: {actions:#?}"));
+    assert!(
+        action["title"].as_str().unwrap().contains("verified"),
+        "{action:#}"
+    );
+    let edits = action["edit"]["documentChanges"][0]["edits"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let fixed = apply_edits(CUB_REUSE, &edits);
+    let first = fixed.find("Sum(x);").expect("first reduction");
+    let barrier = fixed.find("__syncthreads();").expect("barrier inserted");
+    let second = fixed.find("Sum(x * x);").expect("second reduction");
+    assert!(first < barrier && barrier < second, "{fixed}");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2},
+               "contentChanges": edits.iter().rev().map(|e| json!({"range": e["range"], "text": e["newText"]})).collect::<Vec<_>>()}),
+    );
+    let after = c.diagnostics(uri).await;
+    assert!(
+        races(&after).is_empty(),
+        "the fix removes the race: {after:#}"
+    );
+    assert!(
+        diags_of(&after)
+            .iter()
+            .all(|d| d["code"] != "barrier-divergence"),
+        "{after:#}"
+    );
+    c.shutdown().await;
+}
