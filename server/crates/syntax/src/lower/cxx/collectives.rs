@@ -19,7 +19,9 @@
 //!
 //! The result is an unknown value per thread; locals passed where the description says the
 //! method writes (`writes = { ExclusiveSum = [1, 2] }`) hold an unknown value afterwards.
-//! Anything the model does not cover (an argument pointing to memory, a lambda argument, a
+//! Thread-private arrays passed in (a thread's items, sorted in place) need no more: their
+//! contents are not tracked. Anything the model does not cover (an argument pointing to shared
+//! or global memory, a lambda argument, a
 //! storage that is not a `__shared__` variable, a constructor without exactly one argument)
 //! returns `None`: the caller lowers the call as the unknown method call it was before.
 
@@ -165,7 +167,13 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
         let span = self.span(n);
         let vals: Vec<Val> = args.iter().map(|a| self.expr(*a)).collect();
-        if vals.iter().any(|v| !matches!(v, Val::S(_) | Val::Void)) {
+        // Thread-private arrays (a thread's items, sorted in place) cannot race: no effect.
+        let private_or_value = |v: &Val| match v {
+            Val::S(_) | Val::Void => true,
+            Val::P(p) => p.base == Base::Private,
+            Val::Group(_) => false,
+        };
+        if !vals.iter().all(private_or_value) {
             // A pointer to memory (a histogram's counters, a tile in global memory): what the
             // collective does there is not described. The arguments were read already.
             let arrays = Self::arrays_of_vals_public(&vals);
