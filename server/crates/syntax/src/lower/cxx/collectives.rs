@@ -107,6 +107,10 @@ impl<'a, 't> Lowerer<'a, 't> {
         for _ in 0..MAX_ALIAS_DEPTH {
             let ty_no_typename = ty.strip_prefix("typename").unwrap_or(&ty).trim();
             let name = bare_class_name(ty_no_typename);
+            // A class of that name defined in the file is the file's, not the library's.
+            if self.tab.classes.contains_key(name) {
+                return None;
+            }
             if let Some(c) = self.tab.library.collective(name) {
                 return Some((c.clone(), ty_no_typename.to_string()));
             }
