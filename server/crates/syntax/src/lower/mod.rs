@@ -382,6 +382,9 @@ pub(crate) struct Lowerer<'a, 't> {
     /// `typedef`s and `using` aliases declared in the kernel and the functions inlined into it:
     /// name → aliased type text (file-level ones are in `Tables::type_aliases`).
     pub type_aliases: HashMap<String, String>,
+    /// `__shared__ union { … } u;` variables: their members overlap, so a collective on
+    /// `u.member` uses the storage of the whole variable (`cxx/collectives.rs`).
+    pub shared_unions: HashSet<ArrayId>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -433,6 +436,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             escaped_locals: Vec::new(),
             type_params: Vec::new(),
             type_aliases: HashMap::new(),
+            shared_unions: HashSet::new(),
         }
     }
 

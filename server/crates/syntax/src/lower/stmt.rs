@@ -782,6 +782,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                 if is_volatile {
                     self.mark_volatile(id);
                 }
+                if ty_text.trim_start().starts_with("union") {
+                    self.shared_unions.insert(id);
+                }
                 self.bind(&name, Binding::Array(id));
                 continue;
             }

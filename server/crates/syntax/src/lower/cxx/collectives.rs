@@ -124,6 +124,36 @@ impl<'a, 't> Lowerer<'a, 't> {
         None
     }
 
+    /// The `__shared__` variable a collective is built on: `temp`, or `u.member` of a shared
+    /// union (whose members all overlap: the whole variable is the storage).
+    fn collective_storage(&mut self, node: Node) -> Option<ArrayId> {
+        let node = without_parens(node);
+        let (variable, in_union) = match node.kind() {
+            "identifier" => (node, false),
+            "field_expression"
+                if node
+                    .child_by_field_name("operator")
+                    .is_some_and(|o| self.text(o) == ".")
+                    && node
+                        .child_by_field_name("argument")
+                        .is_some_and(|a| a.kind() == "identifier") =>
+            {
+                (node.child_by_field_name("argument")?, true)
+            }
+            _ => return None,
+        };
+        match self.lookup(&self.text(variable)) {
+            Some(Binding::Array(id))
+                if self.k.arrays.get(id.0 as usize).is_some_and(|a| {
+                    a.space == MemSpace::Shared && a.origin == ArrayOrigin::SharedDecl
+                }) && (!in_union || self.shared_unions.contains(&id)) =>
+            {
+                Some(id)
+            }
+            _ => None,
+        }
+    }
+
     /// `Class(temp).method(args…)` for a collective class of the library, or `None` when the
     /// call is not one (or one the model does not cover); see the module comment.
     pub(crate) fn collective_call(
@@ -152,20 +182,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         let [storage_node] = ctor_args.as_slice() else {
             return None;
         };
-        let storage_node = without_parens(*storage_node);
-        if storage_node.kind() != "identifier" {
-            return None;
-        }
-        let storage = match self.lookup(&self.text(storage_node)) {
-            Some(Binding::Array(id))
-                if self.k.arrays.get(id.0 as usize).is_some_and(|a| {
-                    a.space == MemSpace::Shared && a.origin == ArrayOrigin::SharedDecl
-                }) =>
-            {
-                id
-            }
-            _ => return None,
-        };
+        let storage = self.collective_storage(*storage_node)?;
         if args.iter().any(|a| self.is_lambda_arg(*a)) {
             return None;
         }
