@@ -399,7 +399,8 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
                         add_declaration(&mut t, n, file, &text, &mut const_decls);
                     }
                     "type_definition" | "alias_declaration" => {
-                        t.type_aliases.extend(type_aliases_of(n, &text));
+                        t.type_aliases
+                            .extend(crate::lower::cxx::collectives::type_aliases_of(n, &text));
                     }
                     "template_instantiation" => {
                         if let Some((name, args)) = n
@@ -990,29 +991,5 @@ pub(crate) fn kernel_name<'t>(tab: &Tables<'t>, def: &FuncDef<'t>) -> (String, S
             "<kernel>".to_string(),
             Span::new(def.file, def.node.start_byte(), def.node.start_byte()),
         ),
-    }
-}
-
-/// The names a `typedef T A, B;` or `using A = T;` introduces, each with the text of `T`
-/// (`typename` dropped). Pointer or array typedefs (`typedef T *P;`) are not aliases of `T`.
-pub(crate) fn type_aliases_of(n: Node, text: &str) -> Vec<(String, String)> {
-    let Some(ty) = n.child_by_field_name("type") else {
-        return vec![];
-    };
-    let aliased = node_text(ty, text);
-    let aliased = aliased.strip_prefix("typename").unwrap_or(aliased).trim();
-    let aliased = aliased.to_string();
-    match n.kind() {
-        "alias_declaration" => n
-            .child_by_field_name("name")
-            .map(|name| vec![(node_text(name, text).to_string(), aliased)])
-            .unwrap_or_default(),
-        _ => {
-            let mut c = n.walk();
-            n.children_by_field_name("declarator", &mut c)
-                .filter(|d| d.kind() == "type_identifier")
-                .map(|d| (node_text(d, text).to_string(), aliased.clone()))
-                .collect()
-        }
     }
 }

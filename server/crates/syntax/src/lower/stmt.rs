@@ -256,7 +256,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             }
             "type_definition" | "alias_declaration" => {
                 // Kept for the collective classes they may name (`typedef cub::BlockReduce<…> R;`).
-                let aliases = crate::collect::type_aliases_of(n, &self.src.text);
+                let aliases = cxx::collectives::type_aliases_of(n, &self.src.text);
                 self.type_aliases.extend(aliases);
             }
             "using_declaration"

@@ -26,6 +26,7 @@
 //! returns `None`: the caller lowers the call as the unknown method call it was before.
 
 use super::super::*;
+use crate::consteval::node_text;
 
 /// Alias chains longer than this are not followed (`typedef A B; typedef B A;`).
 const MAX_ALIAS_DEPTH: usize = 8;
@@ -36,6 +37,30 @@ fn bare_class_name(ty: &str) -> &str {
     let before_targs = ty.split('<').next().unwrap_or(ty);
     let last = before_targs.rsplit("::").next().unwrap_or(before_targs);
     last.trim()
+}
+
+/// The names a `typedef T A, B;` or `using A = T;` introduces, each with the text of `T`
+/// (`typename` dropped). Pointer or array typedefs (`typedef T *P;`) are not aliases of `T`.
+pub(crate) fn type_aliases_of(n: Node, text: &str) -> Vec<(String, String)> {
+    let Some(ty) = n.child_by_field_name("type") else {
+        return vec![];
+    };
+    let aliased = node_text(ty, text);
+    let aliased = aliased.strip_prefix("typename").unwrap_or(aliased).trim();
+    let aliased = aliased.to_string();
+    match n.kind() {
+        "alias_declaration" => n
+            .child_by_field_name("name")
+            .map(|name| vec![(node_text(name, text).to_string(), aliased)])
+            .unwrap_or_default(),
+        _ => {
+            let mut c = n.walk();
+            n.children_by_field_name("declarator", &mut c)
+                .filter(|d| d.kind() == "type_identifier")
+                .map(|d| (node_text(d, text).to_string(), aliased.clone()))
+                .collect()
+        }
+    }
 }
 
 /// `(e)` → `e`.
@@ -56,15 +81,18 @@ fn template_args(ty: &str) -> Vec<String> {
         return vec![];
     };
     let mut args = Vec::new();
-    let mut depth = 0usize;
+    // Nested template arguments, and brackets (inside which `<` and `>` are comparisons).
+    let (mut angles, mut brackets) = (0usize, 0usize);
     let mut current = String::new();
     for ch in ty[open + 1..].chars() {
         match ch {
-            '<' | '(' | '[' => depth += 1,
-            ')' | ']' => depth = depth.saturating_sub(1),
-            '>' if depth == 0 => break,
-            '>' => depth -= 1,
-            ',' if depth == 0 => {
+            '(' | '[' => brackets += 1,
+            ')' | ']' => brackets = brackets.saturating_sub(1),
+            _ if brackets > 0 => {}
+            '<' => angles += 1,
+            '>' if angles == 0 => break,
+            '>' => angles -= 1,
+            ',' if angles == 0 => {
                 args.push(std::mem::take(&mut current).trim().to_string());
                 continue;
             }
@@ -287,5 +315,36 @@ impl<'a, 't> Lowerer<'a, 't> {
         for s in body {
             self.emit(s);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_names_drop_namespaces_and_template_arguments() {
+        assert_eq!(
+            bare_class_name("cub::BlockReduce<float, 256>"),
+            "BlockReduce"
+        );
+        assert_eq!(bare_class_name("BlockScan"), "BlockScan");
+        assert_eq!(
+            bare_class_name("::cub::BlockRadixSort<int, 128, 4, cub::NullType>"),
+            "BlockRadixSort"
+        );
+    }
+
+    #[test]
+    fn template_arguments_split_at_top_level_commas() {
+        assert_eq!(
+            template_args("cub::BlockReduce<float, 16, cub::BLOCK_REDUCE_RAKING, 16>"),
+            ["float", "16", "cub::BLOCK_REDUCE_RAKING", "16"]
+        );
+        assert_eq!(
+            template_args("BlockScan<Pair<int, float>, (A > B ? 64 : 32), f(1, 2)>"),
+            ["Pair<int, float>", "(A > B ? 64 : 32)", "f(1, 2)"]
+        );
+        assert!(template_args("BlockScan").is_empty());
     }
 }
