@@ -61,6 +61,7 @@ impl<'t> HostEnv<'_, 't> {
             }
         };
         let mut field_stores = false;
+        let mut passed_at: Vec<usize> = Vec::new();
         let mut stack = vec![body];
         let mut count = 0;
         while let Some(n) = stack.pop() {
@@ -95,6 +96,31 @@ impl<'t> HostEnv<'_, 't> {
                             self.dim3_field_store(n)?;
                             field_stores = true;
                         }
+                    }
+                }
+                // Passed whole to a call (`configure(block, grid)`, `init(&n)`): the call may
+                // set it through a reference or a pointer (checked against the declaration in
+                // scope below). A kernel launch takes its arguments by value.
+                "argument_list" => {
+                    let launch = n.parent().is_some_and(|c| {
+                        let mut w = c.walk();
+                        let is_launch = c
+                            .children(&mut w)
+                            .any(|ch| ch.kind() == "kernel_call_syntax");
+                        is_launch
+                    });
+                    let mut c = n.walk();
+                    let passed = n.named_children(&mut c).any(|a| {
+                        let a = match a.kind() {
+                            "pointer_expression" => a.child_by_field_name("argument"),
+                            _ => Some(a),
+                        };
+                        a.is_some_and(|a| {
+                            a.kind() == "identifier" && node_text(a, self.text) == name
+                        })
+                    });
+                    if passed && !launch {
+                        passed_at.push(n.start_byte());
                     }
                 }
                 // `dim3 block;`: (1, 1, 1) until its fields are stored.
@@ -140,6 +166,15 @@ impl<'t> HostEnv<'_, 't> {
         // Field stores are read only on a `dim3`: another type's fields are not its value.
         if field_stores && !found.is_some_and(|(_, decl)| self.declares_dim3(decl)) {
             return None;
+        }
+        // Passed whole to a call in the declaration's scope: its value is the call's.
+        if let Some((_, decl)) = found {
+            let scope = scope_of(decl);
+            let in_scope =
+                |at: usize| at > decl.start_byte() && scope.is_none_or(|b| at < b.end_byte());
+            if passed_at.iter().any(|&p| in_scope(p)) {
+                return None;
+            }
         }
         found
     }
@@ -654,6 +689,18 @@ impl<'t> HostEnv<'_, 't> {
         }
         Some(out)
     }
+}
+
+/// The block (or `for` statement) a declaration is in; `None` at the top of the function.
+fn scope_of(decl: Node) -> Option<Node> {
+    let mut p = decl.parent();
+    while let Some(b) = p {
+        if matches!(b.kind(), "compound_statement" | "for_statement") {
+            return Some(b);
+        }
+        p = b.parent();
+    }
+    None
 }
 
 fn enclosing_function_body(mut n: Node) -> Option<Node> {
