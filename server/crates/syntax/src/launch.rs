@@ -194,7 +194,8 @@ impl<'t> HostEnv<'_, 't> {
     }
 
     /// `v.x = e` (`x`, `y` or `z`) that either runs before the launch on every path to it
-    /// (only blocks and expression statements around it in the function) or runs after it and
+    /// (only blocks and expression statements between it and a block holding the launch) or
+    /// runs after it and
     /// outside any loop around the launch (it cannot change this launch): the component and
     /// the stored value, with whether it comes before the launch.
     fn dim3_field_store(&self, n: Node<'t>) -> Option<(usize, Node<'t>, bool)> {
@@ -219,8 +220,11 @@ impl<'t> HostEnv<'_, 't> {
         let body = self.func_body?;
         let mut p = n.parent();
         if n.start_byte() < self.at {
+            // Straight-line up to the block that also holds the launch: whenever the launch
+            // runs, the store ran before it.
             while let Some(a) = p {
-                if a == body {
+                let holds_launch = a.start_byte() <= self.at && self.at < a.end_byte();
+                if a == body || (a.kind() == "compound_statement" && holds_launch) {
                     return Some((d, value, true));
                 }
                 if !matches!(
