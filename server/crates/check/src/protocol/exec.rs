@@ -1150,12 +1150,13 @@ impl<'k> Exec<'k> {
         match s {
             Stmt::Assign { local, value, .. } => {
                 let v = self.eval(value);
-                let to = self
-                    .k
-                    .locals
-                    .get(local.0 as usize)
-                    .and_then(|l| Self::target_ty(l.ty));
-                let v = self.convert(v, self.ty_of(value), to);
+                let ty = self.k.locals.get(local.0 as usize).map(|l| l.ty);
+                let v = match ty {
+                    // C's conversion to `bool` (an unknown integer stored to a `bool` result
+                    // would otherwise give the local two sorts).
+                    Some(ScalarType::Bool) => self.to_bool(v),
+                    _ => self.convert(v, self.ty_of(value), ty.and_then(Self::target_ty)),
+                };
                 if self.nonuniform_ctl > 0 {
                     self.assigned_nonuniform.insert(*local);
                 }
