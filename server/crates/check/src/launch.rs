@@ -482,12 +482,44 @@ impl Launch {
     }
 }
 
-/// `1024`, `gridDim.x`, `gridDim.x * blockDim.x`.
+/// `1024`, `gridDim.x`, `gridDim.x * blockDim.x`, `n / 4`, `(n + 63) / 64`: a site's value
+/// as the reader would write it (parameters by name); anything else is `…`.
 fn show_term(t: &Term) -> String {
+    show_term_in(t, 0)
+}
+
+/// `t` inside an operator of precedence `outer` (0: none, 1: `+ -`, 2: `* / %`).
+fn show_term_in(t: &Term, outer: u8) -> String {
+    let wrap = |s: String, own: u8| if own < outer { format!("({s})") } else { s };
     match t {
         Term::Int(n) => n.to_string(),
-        Term::Var(v) => v.to_string(),
-        Term::Mul(ts) => ts.iter().map(show_term).collect::<Vec<_>>().join(" * "),
+        Term::Var(v) => v.strip_prefix("param.").unwrap_or(v).to_string(),
+        Term::Mul(ts) => wrap(
+            ts.iter()
+                .map(|x| show_term_in(x, 2))
+                .collect::<Vec<_>>()
+                .join(" * "),
+            2,
+        ),
+        Term::Add(ts) => wrap(
+            ts.iter()
+                .map(|x| show_term_in(x, 1))
+                .collect::<Vec<_>>()
+                .join(" + "),
+            1,
+        ),
+        Term::Sub(a, b) => wrap(
+            format!("{} - {}", show_term_in(a, 1), show_term_in(b, 2)),
+            1,
+        ),
+        Term::Div(a, b) => wrap(
+            format!("{} / {}", show_term_in(a, 2), show_term_in(b, 3)),
+            2,
+        ),
+        Term::Rem(a, b) => wrap(
+            format!("{} % {}", show_term_in(a, 2), show_term_in(b, 3)),
+            2,
+        ),
         _ => "…".into(),
     }
 }
@@ -496,6 +528,7 @@ fn show_term(t: &Term) -> String {
 mod tests {
     use super::*;
     use cudarace_ir::{LaunchSite, Span};
+    use std::sync::Arc;
 
     fn kernel() -> Kernel {
         Kernel {
@@ -513,6 +546,24 @@ mod tests {
             volatile_arrays: vec![],
             library_notes: vec![],
         }
+    }
+
+    #[test]
+    fn site_values_read_as_written() {
+        let n = Term::var("param.n");
+        let t = Term::Div(
+            Arc::new(Term::Add(vec![n.clone(), int(63)].into())),
+            Arc::new(int(64)),
+        );
+        assert_eq!(show_term(&t), "(n + 63) / 64");
+        let t = Term::Mul(vec![Term::var("gridDim.x"), Term::var("blockDim.x")].into());
+        assert_eq!(show_term(&t), "gridDim.x * blockDim.x");
+        let t = Term::Sub(
+            Arc::new(n.clone()),
+            Arc::new(Term::Rem(Arc::new(n), Arc::new(int(4)))),
+        );
+        assert_eq!(show_term(&t), "n - n % 4");
+        assert_eq!(show_term(&Term::Bool(true)), "…");
     }
 
     #[test]
