@@ -13,7 +13,7 @@
 //! The index also records the first unit that includes each header, so that a header no entry
 //! compiles can be checked with the flags of a unit that includes it.
 
-use crate::compile_db::absolute;
+use crate::compile_db::{absolute, CompileDb, Flags, Match};
 use cudarace_ir::{FileIr, LaunchSite, SourceFile};
 use cudarace_syntax::{index_source, FrontendOptions};
 use std::collections::{HashMap, HashSet};
@@ -147,6 +147,27 @@ impl LaunchIndex {
         }
         ir.launch_sites.extend(added);
     }
+}
+
+/// The flags of the first unit of `index` that includes `file`, when no entry of `db` compiles
+/// `file` itself (a header): the rule of the command line and of the server.
+pub fn includer_flags<'d>(
+    db: &'d CompileDb,
+    index: &LaunchIndex,
+    file: &Path,
+) -> Option<&'d Flags> {
+    if matches!(db.lookup(file), Some((_, Match::Exact))) {
+        return None;
+    }
+    let unit = index.includer_of(file)?;
+    let (entry, _) = db.lookup(unit)?;
+    // Debug, not info: the server asks on every check of a header.
+    tracing::debug!(
+        file = %file.display(),
+        unit = %unit.display(),
+        "no entry compiles this file; using the flags of a unit that includes it"
+    );
+    Some(&entry.flags)
 }
 
 /// Each file as a canonical path (`None` for a file without one).

@@ -275,7 +275,9 @@ fn check(args: CheckArgs) -> u8 {
         tracing::info!(database = %db.path.display(), sites = index.len(), "launch index");
         for i in items {
             // A header: the flags of a unit that includes it, rather than of the nearest entry.
-            if let Some(flags) = project::includer_flags(&db, &index, &work[i].0) {
+            if let Some(flags) =
+                cudarace_analysis::launch_index::includer_flags(&db, &index, &work[i].0)
+            {
                 if let Ok(config) = configs.for_file(&work[i].0, stderr_color) {
                     work[i].1 = options(&args, &config, Some(flags));
                 }

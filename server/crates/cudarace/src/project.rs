@@ -101,26 +101,6 @@ pub fn flags_for<'d>(db: Option<&'d CompileDb>, file: &Path) -> Option<&'d Flags
     Some(&entry.flags)
 }
 
-/// The flags of the first unit that includes `file`, when no entry compiles `file` itself (a
-/// header) and a unit of the index includes it.
-pub fn includer_flags<'d>(
-    db: &'d CompileDb,
-    index: &LaunchIndex,
-    file: &Path,
-) -> Option<&'d Flags> {
-    if matches!(db.lookup(file), Some((_, Match::Exact))) {
-        return None;
-    }
-    let unit = index.includer_of(file)?;
-    let (entry, _) = db.lookup(unit)?;
-    tracing::info!(
-        file = %file.display(),
-        unit = %unit.display(),
-        "no entry compiles this file; using the flags of a unit that includes it"
-    );
-    Some(&entry.flags)
-}
-
 /// The launch index of a database: the sites of its `.cu` files (`units`, each with the options
 /// it is compiled with), `jobs` files at a time.
 pub fn launch_index(units: &[(PathBuf, cudarace_analysis::Options)], jobs: usize) -> LaunchIndex {

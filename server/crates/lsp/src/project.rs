@@ -229,20 +229,6 @@ impl Projects {
     }
 }
 
-/// The flags of the first unit of `index` that includes `file`, when no entry of `db` compiles
-/// `file` itself (a header): the command line's rule (`cudarace check` uses the same one).
-pub fn includer_flags<'d>(
-    db: &'d CompileDb,
-    index: &LaunchIndex,
-    file: &Path,
-) -> Option<&'d Flags> {
-    if matches!(db.lookup(file), Some((_, Match::Exact))) {
-        return None;
-    }
-    let (entry, _) = db.lookup(index.includer_of(file)?)?;
-    Some(&entry.flags)
-}
-
 /// The position of `file` among the units of `p`, if it is one of them.
 fn unit_position(p: &Project, file: &Path) -> Option<usize> {
     if !matches!(p.db.lookup(file), Some((_, Match::Exact))) {
@@ -267,6 +253,7 @@ fn read_unit(db: PathBuf, p: &Project, unit: usize) -> Box<dyn FnOnce() -> Proje
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cudarace_analysis::launch_index::includer_flags;
 
     #[test]
     fn a_header_gets_the_flags_of_the_unit_that_includes_it() {

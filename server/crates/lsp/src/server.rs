@@ -634,7 +634,7 @@ impl State {
         let index = self.projects.index_for(&db, &with_flags, &spawn);
         // A header no entry compiles: the flags of the first unit that includes it.
         if let (Some(index), Some(path)) = (&index, path) {
-            if let Some(flags) = crate::project::includer_flags(&db, index, path) {
+            if let Some(flags) = cudarace_analysis::launch_index::includer_flags(&db, index, path) {
                 options = with_flags(flags);
             }
         }
