@@ -1,7 +1,7 @@
 //! Launch sites: `<<<grid, block>>>` in the file's host code, with the sizes and arguments they
 //! give (launch sizes written in comments are read by [`crate::annotations`]).
 
-use crate::collect::{declarator_name, Tables};
+use crate::collect::{declarator_name, function_declarator, Tables};
 use crate::consteval::{eval, eval_text, node_text, ConstEnv};
 use crate::preprocess::MacroTable;
 use cudarace_ir::{BinOp, Dim, FileId, LaunchSite, SiteValue, Span};
@@ -60,8 +60,6 @@ impl<'t> HostEnv<'_, 't> {
                 found = Some((init, decl));
             }
         };
-        let mut field_stores = false;
-        let mut passed_at: Vec<usize> = Vec::new();
         let mut stack = vec![body];
         let mut count = 0;
         while let Some(n) = stack.pop() {
@@ -78,49 +76,6 @@ impl<'t> HostEnv<'_, 't> {
                         if declarator_name(d).is_some_and(|x| node_text(x, self.text) == name) {
                             pick(v, n);
                         }
-                    }
-                }
-                "assignment_expression" | "update_expression" => {
-                    let target = n
-                        .child_by_field_name("left")
-                        .or_else(|| n.child_by_field_name("argument"));
-                    if let Some(t) = target {
-                        let base = if t.kind() == "field_expression" {
-                            t.child_by_field_name("argument")
-                        } else {
-                            Some(t)
-                        };
-                        if base.is_some_and(|b| node_text(b, self.text) == name) {
-                            // `block.x = 64;` where every run reaches the launch with the same
-                            // value: read by `field_stores`; anything else hides the value.
-                            self.dim3_field_store(n)?;
-                            field_stores = true;
-                        }
-                    }
-                }
-                // Passed whole to a call (`configure(block, grid)`, `init(&n)`): the call may
-                // set it through a reference or a pointer (checked against the declaration in
-                // scope below). A kernel launch takes its arguments by value.
-                "argument_list" => {
-                    let launch = n.parent().is_some_and(|c| {
-                        let mut w = c.walk();
-                        let is_launch = c
-                            .children(&mut w)
-                            .any(|ch| ch.kind() == "kernel_call_syntax");
-                        is_launch
-                    });
-                    let mut c = n.walk();
-                    let passed = n.named_children(&mut c).any(|a| {
-                        let a = match a.kind() {
-                            "pointer_expression" => a.child_by_field_name("argument"),
-                            _ => Some(a),
-                        };
-                        a.is_some_and(|a| {
-                            a.kind() == "identifier" && node_text(a, self.text) == name
-                        })
-                    });
-                    if passed && !launch {
-                        passed_at.push(n.start_byte());
                     }
                 }
                 // `dim3 block;`: (1, 1, 1) until its fields are stored.
@@ -163,20 +118,159 @@ impl<'t> HostEnv<'_, 't> {
                 stack.push(ch);
             }
         }
-        // Field stores are read only on a `dim3`: another type's fields are not its value.
-        if field_stores && !found.is_some_and(|(_, decl)| self.declares_dim3(decl)) {
-            return None;
-        }
-        // Passed whole to a call in the declaration's scope: its value is the call's.
-        if let Some((_, decl)) = found {
-            let scope = scope_of(decl);
-            let in_scope =
-                |at: usize| at > decl.start_byte() && scope.is_none_or(|b| at < b.end_byte());
-            if passed_at.iter().any(|&p| in_scope(p)) {
+        // Changed in the declaration's scope: its value at the launch is not the initial one,
+        // except for `dim3` field stores that every run of the launch sees (`field_stores`).
+        let (_, decl) = found?;
+        let scope = scope_of(decl);
+        let in_scope =
+            |at: usize| at > decl.start_byte() && scope.is_none_or(|b| at < b.end_byte());
+        for change in self.changes(name) {
+            if !in_scope(change.start_byte()) {
+                continue;
+            }
+            let field_store = self.declares_dim3(decl)
+                && change
+                    .child_by_field_name("left")
+                    .filter(|t| t.kind() == "field_expression")
+                    .and_then(|t| t.child_by_field_name("argument"))
+                    .is_some_and(|b| b.kind() == "identifier")
+                && self.dim3_field_store(change).is_some();
+            if !field_store {
                 return None;
             }
         }
         found
+    }
+
+    /// Where the function changes `name` or lets other code change it: an assignment or
+    /// increment of it (or of a member or element of it), `&name`, a reference bound to it,
+    /// `name` passed whole to a call (which may take it by reference; a kernel launch takes its
+    /// arguments by value). Each is the node of the change (the assignment, for field stores).
+    fn changes(&self, name: &str) -> Vec<Node<'t>> {
+        let Some(body) = self.func_body else {
+            return vec![];
+        };
+        let is_name = |n: Node| n.kind() == "identifier" && node_text(n, self.text) == name;
+        // `v`, `v.x`, `v[i]`, `v.a.b`: the variable written.
+        let base = |mut t: Node<'t>| {
+            while matches!(t.kind(), "field_expression" | "subscript_expression") {
+                match t.child_by_field_name("argument") {
+                    Some(a) => t = a,
+                    None => break,
+                }
+            }
+            t
+        };
+        let mut out = Vec::new();
+        let mut stack = vec![body];
+        let mut count = 0;
+        while let Some(n) = stack.pop() {
+            count += 1;
+            if count > 200_000 {
+                // Too big to read: changed, as far as we know.
+                return vec![body];
+            }
+            let changed = match n.kind() {
+                "assignment_expression" | "update_expression" => n
+                    .child_by_field_name("left")
+                    .or_else(|| n.child_by_field_name("argument"))
+                    .is_some_and(|t| is_name(base(t))),
+                "pointer_expression" => {
+                    n.child(0).is_some_and(|op| node_text(op, self.text) == "&")
+                        && n.child_by_field_name("argument").is_some_and(is_name)
+                }
+                "init_declarator" => {
+                    n.child_by_field_name("declarator")
+                        .is_some_and(|d| d.kind() == "reference_declarator")
+                        && n.child_by_field_name("value").is_some_and(is_name)
+                }
+                "argument_list" => {
+                    let mut c = n.walk();
+                    let position = n.named_children(&mut c).position(is_name);
+                    position.is_some_and(|i| !self.takes_by_value(n, i))
+                }
+                _ => false,
+            };
+            if changed {
+                out.push(n);
+            }
+            let mut c = n.walk();
+            for ch in n.named_children(&mut c) {
+                stack.push(ch);
+            }
+        }
+        out
+    }
+
+    /// Whether the call (or constructor) whose argument list is `args` surely takes its
+    /// argument `i` by value: a kernel launch, a function-like macro (its text is expanded
+    /// where it stands), a `dim3` constructor, a function of the file whose parameter `i` is a
+    /// plain value (every overload of that name). Anything else may take a reference.
+    fn takes_by_value(&self, args: Node<'t>, i: usize) -> bool {
+        let Some(parent) = args.parent() else {
+            return false;
+        };
+        if parent.kind() != "call_expression" {
+            // `dim3 grid(n)`: the constructor's declaration.
+            return self.declares_dim3(parent);
+        }
+        let mut w = parent.walk();
+        if parent
+            .children(&mut w)
+            .any(|ch| ch.kind() == "kernel_call_syntax")
+        {
+            return true;
+        }
+        let Some(callee) = parent.child_by_field_name("function") else {
+            return false;
+        };
+        let callee = match callee.kind() {
+            "template_function" => callee.child_by_field_name("name").unwrap_or(callee),
+            _ => callee,
+        };
+        let name = node_text(callee, self.text);
+        if name == "dim3"
+            || self
+                .tables
+                .macros
+                .get(name)
+                .is_some_and(|m| m.params.is_some())
+        {
+            return true;
+        }
+        let Some(defs) = self.tables.funcs.get(name).filter(|d| !d.is_empty()) else {
+            return false;
+        };
+        defs.iter().all(|def| {
+            let params = def
+                .node
+                .child_by_field_name("declarator")
+                .and_then(function_declarator)
+                .and_then(|f| f.child_by_field_name("parameters"));
+            let Some(params) = params else {
+                return false;
+            };
+            let mut c = params.walk();
+            let param = params
+                .named_children(&mut c)
+                .filter(|p| p.kind() == "parameter_declaration")
+                .nth(i);
+            param.is_some_and(|p| {
+                p.child_by_field_name("declarator").is_some_and(|d| {
+                    crate::typenames::declarator_shape(d) == crate::typenames::Shape::Scalar
+                })
+            })
+        })
+    }
+
+    /// Whether the value `text` names is the same wherever the function writes it: none of its
+    /// names is changed anywhere in the function. A launch size and an argument written the
+    /// same way are then the same value.
+    fn unchanged(&self, text: &str) -> bool {
+        crate::text::tokens(text)
+            .into_iter()
+            .filter(|(is_id, _)| *is_id)
+            .all(|(_, name)| self.changes(name).is_empty())
     }
 
     /// Whether `decl` (a declaration, or a declarator inside one) has type `dim3`.
@@ -455,10 +549,12 @@ impl<'t> HostEnv<'_, 't> {
             .filter(|c| !c.is_whitespace())
             .collect();
         const DIMS: [Dim; 3] = [Dim::X, Dim::Y, Dim::Z];
-        if let Some(d) = grid.iter().position(|t| *t == text) {
+        // Written the same way is the same value only if nothing changes it in between.
+        let same = |t: &String| *t == text && self.unchanged(&text);
+        if let Some(d) = grid.iter().position(same) {
             return Some(SiteValue::GridDim(DIMS[d]));
         }
-        if let Some(d) = block.iter().position(|t| *t == text) {
+        if let Some(d) = block.iter().position(same) {
             return Some(SiteValue::BlockDim(DIMS[d]));
         }
         match e.kind() {
@@ -610,6 +706,10 @@ impl<'t> HostEnv<'_, 't> {
         }
         let own = squash(node_text(e, text));
         if let Some(j) = args.iter().position(|a| *a == own) {
+            // Written the same way is the same value only if nothing changes it in between.
+            if !self.unchanged(&own) {
+                return None;
+            }
             return Some(SiteValue::Arg(j as u32));
         }
         if let Some(v) = eval_text(node_text(e, text), self, 0) {
