@@ -15,6 +15,8 @@ struct HostEnv<'a, 't> {
     /// branch of an `if`), the one in scope there is used.
     at: usize,
     text: &'a str,
+    /// [`HostEnv::changes`] by name: asked for each local and each text compared.
+    changes: std::cell::RefCell<std::collections::HashMap<String, std::rc::Rc<[Node<'t>]>>>,
 }
 
 impl ConstEnv for HostEnv<'_, '_> {
@@ -124,7 +126,7 @@ impl<'t> HostEnv<'_, 't> {
         let scope = scope_of(decl);
         let in_scope =
             |at: usize| at > decl.start_byte() && scope.is_none_or(|b| at < b.end_byte());
-        for change in self.changes(name) {
+        for &change in self.changes(name).iter() {
             if !in_scope(change.start_byte()) {
                 continue;
             }
@@ -146,7 +148,18 @@ impl<'t> HostEnv<'_, 't> {
     /// increment of it (or of a member or element of it), `&name`, a reference bound to it,
     /// `name` passed whole to a call (which may take it by reference; a kernel launch takes its
     /// arguments by value). Each is the node of the change (the assignment, for field stores).
-    fn changes(&self, name: &str) -> Vec<Node<'t>> {
+    fn changes(&self, name: &str) -> std::rc::Rc<[Node<'t>]> {
+        if let Some(known) = self.changes.borrow().get(name) {
+            return known.clone();
+        }
+        let found: std::rc::Rc<[Node<'t>]> = self.find_changes(name).into();
+        self.changes
+            .borrow_mut()
+            .insert(name.to_string(), found.clone());
+        found
+    }
+
+    fn find_changes(&self, name: &str) -> Vec<Node<'t>> {
         let Some(body) = self.func_body else {
             return vec![];
         };
@@ -841,6 +854,7 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                             func_body: enclosing_function_body(n),
                             at: n.start_byte(),
                             text,
+                            changes: Default::default(),
                         };
                         let mut c2 = cfg.walk();
                         let args: Vec<Node> = cfg
@@ -931,6 +945,7 @@ fn runtime_api_launch<'t>(
         func_body: enclosing_function_body(n),
         at: n.start_byte(),
         text,
+        changes: Default::default(),
     };
     Some(LaunchSite {
         kernel: node_text(name_node, text).to_string(),
