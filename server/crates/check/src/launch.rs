@@ -359,14 +359,30 @@ impl Launch {
 
     /// What the launch sites say about the parameters a query mentions (`has`): one site's
     /// bindings hold. Nothing when a site binds none of them (any value is possible then).
+    /// Whether every launch site binds parameter `name`; with `to_value`, to a value that names
+    /// no parameter (constants and launch sizes).
+    pub fn binds_everywhere(&self, name: &str, to_value: bool) -> bool {
+        let key = format!("param.{name}");
+        let is_value = |t: &Term| {
+            let mut vars = std::collections::BTreeSet::new();
+            collect_vars(t, &mut vars);
+            !vars.iter().any(|v| v.starts_with("param."))
+        };
+        !self.param_sites.is_empty()
+            && self.param_sites.iter().all(|site| {
+                site.iter()
+                    .any(|(n, t)| *n == key && (!to_value || is_value(t)))
+            })
+    }
+
     pub fn param_facts(&self, has: &dyn Fn(&str) -> bool) -> Vec<Term> {
         if self.param_sites.is_empty() {
             return vec![];
         }
         let mut alternatives = Vec::new();
         for site in &self.param_sites {
-            // A binding counts when the query mentions its subject, or, for a grid relation,
-            // a parameter it relates the grid to.
+            // A binding counts when the query mentions its subject, or, for a grid or block
+            // relation, a parameter it relates the size to.
             // A launch size of the site always counts (sizes vary between sites only when
             // the site says so).
             let binds: Vec<Term> = site
@@ -382,7 +398,8 @@ impl Launch {
                 })
                 .filter(|(p, t)| {
                     has(p)
-                        || (p.starts_with("gridDim.") && mentions(t, has))
+                        || ((p.starts_with("gridDim.") || p.starts_with("blockDim."))
+                            && mentions(t, has))
                         || (p.starts_with("blockDim.") || p.starts_with("gridDim."))
                             && as_int(t).is_some()
                 })

@@ -237,19 +237,14 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         (fixed(&launch.block), fixed(&launch.grid)),
         &opts.assumptions,
     ));
-    // Plausibility assumptions stand in for what the file does not say: a parameter that every
-    // launch site binds (a constant, a launch size, another argument) is what the sites say.
-    let bound_everywhere = |name: &str| {
-        let key = format!("param.{name}");
-        !launch.param_sites.is_empty()
-            && launch
-                .param_sites
-                .iter()
-                .all(|site| site.iter().any(|(n, _)| *n == key))
-    };
+    // Plausibility assumptions stand in for what the file does not say. Where every launch
+    // site gives a parameter a value (a constant, launch sizes), the sites say what it is; a
+    // leading dimension that every site relates to other values (`k(x, n, n / 2)`) is what
+    // the sites make it. A size bound only to another parameter (`k(dst, w, w)`) keeps its
+    // assumption: the sites say nothing of its sign.
     kernel_assumptions.retain(|a| match &a.broken {
-        assumptions::Broken::Param { name, .. } => !bound_everywhere(name),
-        assumptions::Broken::LeadingDimension { ld, .. } => !bound_everywhere(ld),
+        assumptions::Broken::Param { name, .. } => !launch.binds_everywhere(name, true),
+        assumptions::Broken::LeadingDimension { ld, .. } => !launch.binds_everywhere(ld, false),
         _ => true,
     });
     let enc = Encoder {

@@ -460,23 +460,21 @@ impl<'t> HostEnv<'_, 't> {
         Some(out)
     }
 
+    /// The texts of the items of an argument (or initializer) list, whitespace removed.
+    fn list_texts(&self, list: Node<'t>) -> Vec<String> {
+        let mut c = list.walk();
+        list.named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .map(|a| squash(node_text(a, self.text)))
+            .collect()
+    }
+
     /// The source text of each component of a launch size (`dim3 grid(m, 2)` → `m`, `2`; a
     /// plain `n` → `n`), whitespace removed, so that an argument written the same way is known
     /// to be that size.
     fn dim_texts(&self, e: Node<'t>, depth: u32) -> Vec<String> {
-        let squash = |n: Node| -> String {
-            node_text(n, self.text)
-                .chars()
-                .filter(|c| !c.is_whitespace())
-                .collect()
-        };
-        let list = |args: Node<'t>| -> Vec<String> {
-            let mut c = args.walk();
-            args.named_children(&mut c)
-                .filter(|a| a.kind() != "comment")
-                .map(squash)
-                .collect()
-        };
+        let squash = |n: Node| squash(node_text(n, self.text));
+        let list = |args: Node<'t>| self.list_texts(args);
         if depth > 8 {
             return vec![];
         }
@@ -519,11 +517,7 @@ impl<'t> HostEnv<'_, 't> {
                     if matches!(init.kind(), "argument_list" | "initializer_list") =>
                 {
                     // `dim3 grid(m)` or `dim3 grid{m}`; an `int n(5)` is a scalar named `n`.
-                    let is_dim3 = decl.parent().is_some_and(|p| {
-                        p.child_by_field_name("type")
-                            .is_some_and(|t| node_text(t, self.text) == "dim3")
-                    });
-                    if is_dim3 {
+                    if self.declares_dim3(decl) {
                         list(init)
                     } else {
                         vec![squash(e)]
@@ -692,12 +686,7 @@ impl<'t> HostEnv<'_, 't> {
         let (Some(size), Some(list)) = (size, call_args) else {
             return out;
         };
-        let mut c = list.walk();
-        let args: Vec<String> = list
-            .named_children(&mut c)
-            .filter(|a| a.kind() != "comment")
-            .map(|a| squash(node_text(a, self.text)))
-            .collect();
+        let args = self.list_texts(list);
         for (d, comp) in self.dim_texts(size, 0).iter().enumerate().take(3) {
             let (text, tree) = crate::parse::parse_snippet_body(comp);
             let Some(e) = crate::consteval::snippet_expr(&tree) else {
