@@ -113,6 +113,23 @@ impl Client {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
     }
 
+    /// Replaces the character at (`line`, `col`) of `uri` with `ch`, as version `version`.
+    pub(crate) fn replace_char(
+        &mut self,
+        uri: &str,
+        version: i64,
+        (line, col): (usize, usize),
+        ch: char,
+    ) -> Result<(), String> {
+        self.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": version},
+                   "contentChanges": [{"range": {"start": {"line": line, "character": col},
+                                                 "end": {"line": line, "character": col + 1}},
+                                       "text": ch.to_string()}]}),
+        )
+    }
+
     pub(crate) fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
         let id = self.next_id;
         self.next_id += 1;
@@ -278,13 +295,7 @@ pub fn measure(binary: &Path, kernels: usize, edits: usize) -> Result<LspResults
             let digit = char::from(b'1' + (i / digits.len() % 9) as u8);
             version += 1;
             let sent = Instant::now();
-            c.notify(
-                "textDocument/didChange",
-                json!({"textDocument": {"uri": uri, "version": version},
-                       "contentChanges": [{"range": {"start": {"line": line, "character": col},
-                                                     "end": {"line": line, "character": col + 1}},
-                                           "text": digit.to_string()}]}),
-            )?;
+            c.replace_char(&uri, version, (line, col), digit)?;
             last_stats = c.wait_checked(&uri)?;
             s.check_ms.push(sent.elapsed().as_secs_f64() * 1000.0);
             if let Some(p) = c.first_publish_after(&uri, version, sent) {

@@ -367,13 +367,7 @@ fn run_lsp(
             let digit = cycle[i % cycle.len()];
             version += 1;
             let sent = Instant::now();
-            c.notify(
-                "textDocument/didChange",
-                json!({"textDocument": {"uri": uri, "version": version},
-                       "contentChanges": [{"range": {"start": {"line": line, "character": col},
-                                                     "end": {"line": line, "character": col + 1}},
-                                           "text": digit.to_string()}]}),
-            )?;
+            c.replace_char(&uri, version, (line, col), digit)?;
             after = c.wait_checked(&uri)?;
             s.check_ms.push(sent.elapsed().as_secs_f64() * 1000.0);
             s.queries_solved += after["last"]["queriesSolved"].as_u64().unwrap_or(0);
