@@ -222,14 +222,37 @@ impl<'a, 't> Lowerer<'a, 't> {
             Val::P(p) => p.base == Base::Private,
             Val::Group(_) => false,
         };
-        if !vals.iter().all(private_or_value) {
-            // A pointer to memory (a histogram's counters, a tile in global memory): what the
-            // collective does there is not described. The arguments were read already.
+        // An output the method writes by reference must be a local or a thread-private array:
+        // `ExclusiveSum(x, y, total)` with a `__shared__ total` writes it in every thread,
+        // which the model below would not see.
+        let written = model.writes.get(method).into_iter().flatten();
+        let followed_outputs = written.clone().all(|&i| {
+            let Some(a) = args.get(i).map(|a| without_parens(*a)) else {
+                return true;
+            };
+            match vals.get(i) {
+                Some(Val::P(p)) => p.base == Base::Private,
+                _ => {
+                    a.kind() == "identifier"
+                        && matches!(self.lookup(&self.text(a)), Some(Binding::Local(_)))
+                }
+            }
+        });
+        if !vals.iter().all(private_or_value) || !followed_outputs {
+            // A pointer to memory (a histogram's counters, a tile in global memory), or an
+            // output outside the thread: what the collective does there is not described. The
+            // arguments were read already.
             let arrays = Self::arrays_of_vals_public(&vals);
             self.opaque(
                 format!(
-                    "`{}::{method}` with a pointer argument (library `{}` does not describe what it does there)",
-                    model.class, model.library
+                    "`{}::{method}` with {} (library `{}` does not describe what it does there)",
+                    model.class,
+                    if followed_outputs {
+                        "a pointer argument"
+                    } else {
+                        "an output that is not a local of the thread"
+                    },
+                    model.library
                 ),
                 span,
                 arrays.into_iter().chain([storage]).collect(),
