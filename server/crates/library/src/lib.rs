@@ -131,8 +131,8 @@ pub struct CollectiveModel {
     pub class: String,
     pub library: Arc<str>,
     pub scope: CollectiveScope,
-    /// Method name → the arguments (0-based) it writes through references; a method not listed
-    /// writes none.
+    /// Method name → the arguments (0-based) it writes through references (`[]`: none). A method
+    /// not listed is not described: its calls stay unknown.
     pub writes: BTreeMap<String, Vec<usize>>,
     /// The template arguments (0-based) that give the block's y and z sizes. The class then
     /// numbers threads by `threadIdx.x` alone unless the type gives one of them as something

@@ -215,6 +215,9 @@ impl<'a, 't> Lowerer<'a, 't> {
             return None;
         }
         let span = self.span(n);
+        // A method the library does not describe may write any argument it takes by reference:
+        // an unknown call (decided before the arguments are lowered, which the caller does).
+        let written = model.writes.get(method)?.clone();
         let vals: Vec<Val> = args.iter().map(|a| self.expr(*a)).collect();
         // Thread-private arrays (a thread's items, sorted in place) cannot race: no effect.
         let private_or_value = |v: &Val| match v {
@@ -225,8 +228,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         // An output the method writes by reference must be a local or a thread-private array:
         // `ExclusiveSum(x, y, total)` with a `__shared__ total` writes it in every thread,
         // which the model below would not see.
-        let written = model.writes.get(method).into_iter().flatten();
-        let followed_outputs = written.clone().all(|&i| {
+        let followed_outputs = written.iter().all(|&i| {
             let Some(a) = args.get(i).map(|a| without_parens(*a)) else {
                 return true;
             };
@@ -268,7 +270,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         let dims = numbered_dims(&model, &class_type);
         self.storage_round_trip(storage, &dims, span);
         // Outputs by reference: the locals named there change.
-        for &i in model.writes.get(method).into_iter().flatten() {
+        for &i in &written {
             let Some(a) = args.get(i).map(|a| without_parens(*a)) else {
                 continue;
             };
