@@ -218,6 +218,13 @@ impl<'a, 't> Lowerer<'a, 't> {
         // A method the library does not describe may write any argument it takes by reference:
         // an unknown call (decided before the arguments are lowered, which the caller does).
         let written = model.writes.get(method)?.clone();
+        // The storage seen with another numbering of the threads before (one class indexing it
+        // by x, another by y and x): slots that do not line up, an unknown call.
+        let dims = numbered_dims(&model, &class_type);
+        let seen_dims = self.k.arrays.get(storage.0 as usize).map(|a| a.dims.len());
+        if seen_dims.is_some_and(|n| n != 0 && n != dims.len()) {
+            return None;
+        }
         let vals: Vec<Val> = args.iter().map(|a| self.expr(*a)).collect();
         // Thread-private arrays (a thread's items, sorted in place) cannot race: no effect.
         let private_or_value = |v: &Val| match v {
@@ -267,7 +274,6 @@ impl<'a, 't> Lowerer<'a, 't> {
                 false,
             )));
         }
-        let dims = numbered_dims(&model, &class_type);
         self.storage_round_trip(storage, &dims, span);
         // Outputs by reference: the locals named there change.
         for &i in &written {
