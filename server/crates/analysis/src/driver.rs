@@ -464,6 +464,7 @@ mod tests {
             unknowns: vec![],
             body: vec![],
             launch_bounds: None,
+            launch_bounds_param: None,
             annotated_launch: Default::default(),
             unsupported: None,
             volatile_arrays: vec![],

@@ -29,6 +29,9 @@ pub struct Launch {
     /// so the parameters satisfy one site's bindings (see [`Launch::param_facts`]). Empty when
     /// the file does not launch the kernel.
     pub param_sites: Vec<Vec<(String, Term)>>,
+    /// `__launch_bounds__(T)` with a template parameter `T` (its query variable): the block has
+    /// at most `T` threads (see [`Launch::param_facts`]).
+    pub threads_bound_param: Option<String>,
     /// Set when the fixed block size is over CUDA's limits (1024 threads, x and y ≤ 1024,
     /// z ≤ 64): the check goes on with it; this says so and names where the size came from.
     pub warning: Option<String>,
@@ -252,11 +255,16 @@ pub fn resolve(
             out
         })
         .collect();
+    let threads_bound_param = kernel
+        .launch_bounds_param
+        .and_then(|p| kernel.params.get(p.0 as usize))
+        .map(|p| format!("param.{}", p.name));
     Launch {
         block,
         grid,
         max_threads,
         param_sites,
+        threads_bound_param,
         warning,
     }
 }
@@ -376,6 +384,28 @@ impl Launch {
     }
 
     pub fn param_facts(&self, has: &dyn Fn(&str) -> bool) -> Vec<Term> {
+        let mut facts = Vec::new();
+        // `__launch_bounds__(T)`: a launch with more than `T` threads per block fails.
+        if let Some(t) = self.threads_bound_param.as_ref().filter(|t| has(t)) {
+            // Fixed dimensions as constants: the product stays linear in a 1-D launch.
+            let threads = self
+                .block
+                .iter()
+                .zip(DIM_NAMES)
+                .map(|(spec, d)| match spec {
+                    DimSpec::Fixed(n) => int(*n as i64),
+                    _ => Term::var(format!("blockDim.{d}")),
+                })
+                .reduce(mul)
+                .unwrap_or_else(|| int(1));
+            facts.push(le(threads, Term::var(t.clone())));
+        }
+        facts.extend(self.site_facts(has));
+        facts
+    }
+
+    /// One launch site's bindings hold (nothing when the file does not launch the kernel).
+    fn site_facts(&self, has: &dyn Fn(&str) -> bool) -> Vec<Term> {
         if self.param_sites.is_empty() {
             return vec![];
         }
@@ -492,6 +522,10 @@ impl Launch {
             .collect();
         let g: Vec<String> = self.grid.iter().map(|s| show(s, "symbolic")).collect();
         let mut out = format!("blockDim=({}) gridDim=({})", b.join(", "), g.join(", "));
+        if let Some(t) = &self.threads_bound_param {
+            let name = t.strip_prefix("param.").unwrap_or(t);
+            out.push_str(&format!("; at most {name} threads per block"));
+        }
         if let Some(args) = self.describe_args() {
             out.push_str(&format!("; {args}"));
         }
@@ -558,6 +592,7 @@ mod tests {
             unknowns: vec![],
             body: vec![],
             launch_bounds: None,
+            launch_bounds_param: None,
             annotated_launch: LaunchConfig::default(),
             unsupported: None,
             volatile_arrays: vec![],

@@ -108,6 +108,9 @@ pub struct Kernel {
     pub body: Block,
     /// `__launch_bounds__(N)`: the block has at most N threads.
     pub launch_bounds: Option<u64>,
+    /// `__launch_bounds__(T)` with a template parameter `T` the file does not fix: the block
+    /// has at most `T` threads, whatever `T` is (a launch with more threads fails).
+    pub launch_bounds_param: Option<ParamId>,
     /// A `// cudarace: blockDim=(32,8) gridDim=(64)` annotation above the kernel.
     pub annotated_launch: LaunchConfig,
     /// Set when the front end cannot model the kernel at all (e.g. recursion); the checker then

@@ -233,6 +233,7 @@ mod tests {
                 span: Span::new(FileId(0), start + 20, start + body_end as usize),
             }],
             launch_bounds: None,
+            launch_bounds_param: None,
             annotated_launch: Default::default(),
             unsupported: None,
             volatile_arrays: vec![],

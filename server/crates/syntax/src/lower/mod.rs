@@ -105,6 +105,7 @@ fn failed_kernel<'t>(tab: &Tables<'t>, def: &FuncDef<'t>, reason: &str) -> Kerne
         unknowns: vec![],
         body: vec![],
         launch_bounds: None,
+        launch_bounds_param: None,
         annotated_launch: LaunchConfig::default(),
         unsupported: Some(reason.to_string()),
         volatile_arrays: vec![],
@@ -401,6 +402,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 unknowns: vec![],
                 body: vec![],
                 launch_bounds: None,
+                launch_bounds_param: None,
                 annotated_launch: LaunchConfig::default(),
                 unsupported: None,
                 volatile_arrays: vec![],
@@ -938,6 +940,27 @@ impl<'a, 't> Lowerer<'a, 't> {
             if let Some(f) = &fixed {
                 let classes: Vec<Option<String>> = f.iter().map(|a| self.class_of(a)).collect();
                 self.bind_type_params(tp, &classes, false);
+            }
+        }
+        // `__launch_bounds__(T)` with a template parameter `T`: its value when the file fixes
+        // it, else a bound in terms of the parameter.
+        if let (None, Some(first)) = (
+            self.k.launch_bounds,
+            lb.and_then(|lb| lb.named_child(0))
+                .filter(|n| n.kind() == "identifier"),
+        ) {
+            let name = self.text(first);
+            let param = self
+                .k
+                .params
+                .iter()
+                .position(|p| p.is_template && p.name == name);
+            if let Some(i) = param {
+                match self.k.params[i].value {
+                    Some(v) if v > 0 => self.k.launch_bounds = Some(v as u64),
+                    Some(_) => {}
+                    None => self.k.launch_bounds_param = Some(ParamId(i as u32)),
+                }
             }
         }
         self.push_scope();
