@@ -18,9 +18,9 @@
 //! - `single-block-without-launch`: a kernel that never reads `blockIdx` or `gridDim` and that
 //!   the file never launches is launched with one block (cross-block races need more); one that
 //!   reads no thread index or block size, with one thread per block.
-//! - `leading-dimensions`: in an index `row * 64 + threadIdx.x` (or `blockIdx.y`) with a constant
-//!   row step and no guard on the column, the block (grid) is no wider than the row: the kernel
-//!   is written for that size, unless the launch fixes it. In an index `col + row * ld` where
+//! - `leading-dimensions`: in an index `row * 64 + threadIdx.x` or `row * ld + threadIdx.x` (or
+//!   `blockIdx.y`) with no guard on the column, the block (grid) is no wider than the row: the
+//!   kernel is written for that size, unless the launch fixes it. In an index `col + row * ld` where
 //!   `col` is compared with a parameter `n` (`if (col < n)`, `if (col >= n) return`, also `n`
 //!   moved by a constant: `if (col > n - 2)`)
 //!   or is `x % n`, the leading dimension covers the row: `ld >= n` (a pitch is at least the row
@@ -624,11 +624,12 @@ pub fn leading_dimension_assumptions(
                         }
                     }
                     for n in rows {
-                        // A launch size is bounded by a constant row step only (a kernel
-                        // written for a block size), and a constant row step bounds nothing
-                        // else: `row * ldc + threadIdx.x` with no guard on the column is a
-                        // missing guard, not a plausibility question.
-                        if matches!(ld, Amount::Const(_)) != n.is_launch() {
+                        // A constant row step bounds only a launch size (a kernel written for
+                        // a block size: `row * 64 + threadIdx.x`). A parameter row step bounds
+                        // a launch size too: `row * ldc + threadIdx.x` with no guard on the
+                        // column is written for blocks of `ldc` threads (`<<<rows, ldc>>>`),
+                        // as `blockIdx.x * FS + blockIdx.y` is for a grid `(n, FS)`.
+                        if matches!(ld, Amount::Const(_)) && !n.is_launch() {
                             continue;
                         }
                         let pair = (ld.clone(), scale, n);
