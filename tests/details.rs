@@ -426,6 +426,18 @@ fn preconditions_from_the_catalogue_are_stated() {
     );
 }
 
+#[test]
+fn no_precondition_on_a_parameter_the_launch_fixes() {
+    // The launch passes n = 1 << 20: "race-free if n == blockDim.x" would contradict it (the
+    // race query with it is unsat only because n cannot be 256 there).
+    let fs = findings(
+        "launch/serial_loop_in_every_thread_with_constant_size.cu",
+        Verdict::Racy,
+    );
+    assert!(!fs.is_empty());
+    assert!(fs.iter().all(|f| f.precondition.is_none()), "{fs:#?}");
+}
+
 /// A `bool` local changed by a call the checker cannot see into gets an unknown of its own
 /// sort: the kernel is unknown because of the call, never because of a malformed query.
 #[test]

@@ -432,18 +432,19 @@ pub fn cell_assumptions(
     out
 }
 
-/// Candidate preconditions over the integer parameters a query has, simplest first, with their
-/// source text: `p >= 1`, `p >= q`, `p == blockDim.x`, `p == gridDim.x`, `p % blockDim.x == 0`,
+/// Candidate preconditions over the integer parameters a query has and `free` allows (not one
+/// the launch sites fix), simplest first, with their source text: `p >= 1`, `p >= q`, `p == blockDim.x`, `p == gridDim.x`, `p % blockDim.x == 0`,
 /// `p >= gridDim.x * blockDim.x`. At most [`MAX_PRECONDITIONS`].
 pub fn precondition_candidates(
     kernel: &Kernel,
     vars: &BTreeMap<String, cudarace_solver::Sort>,
+    free: &dyn Fn(&str) -> bool,
 ) -> Vec<(Term, String)> {
     let params: Vec<(&str, bool)> = kernel
         .params
         .iter()
         .filter(|p| p.value.is_none() && matches!(p.ty, ScalarType::Int { .. }))
-        .filter(|p| vars.contains_key(&format!("param.{}", p.name)))
+        .filter(|p| vars.contains_key(&format!("param.{}", p.name)) && free(&p.name))
         .map(|p| {
             (
                 p.name.as_str(),

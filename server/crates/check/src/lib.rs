@@ -448,7 +448,10 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         let mut precondition_texts = Vec::new();
         if unknowns.is_empty() && with_preconditions < MAX_PRECONDITION_QUERIES {
             with_preconditions += 1;
-            for (t, text) in assumptions::precondition_candidates(kernel, &q.vars) {
+            // A parameter every launch site gives a value is not free to relate: a
+            // precondition on it would contradict the sites and hold vacuously.
+            let free = |name: &str| !launch.binds_everywhere(name, true);
+            for (t, text) in assumptions::precondition_candidates(kernel, &q.vars, &free) {
                 q.preconditions.push(t);
                 precondition_texts.push(text);
             }
