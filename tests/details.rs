@@ -343,6 +343,23 @@ fn conditional_findings_name_their_condition() {
         fs[0].condition.as_deref(),
         Some("only if the index into `s` is outside its 64 elements")
     );
+    let fs = findings(
+        "witnesses/launch_shape_precondition_without_launch_is_conditional.cu",
+        Verdict::Racy,
+    );
+    assert_eq!(
+        fs[0].condition.as_deref(),
+        Some("only if sections != blockDim.x")
+    );
+    assert_eq!(
+        fs[0].precondition.as_deref(),
+        Some("sections == blockDim.x")
+    );
+    let fs = findings(
+        "witnesses/grid_wider_than_parameter_row_is_conditional.cu",
+        Verdict::Racy,
+    );
+    assert_eq!(fs[0].condition.as_deref(), Some("only if gridDim.y > taps"));
 }
 
 #[test]
@@ -350,7 +367,7 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
     let dir = tempdir_with_config(
         "[assumptions]\npositive-sizes = false\nnon-negative-indices = false\n\
          shared-in-bounds = false\nsingle-block-without-launch = false\n\
-         leading-dimensions = false\n",
+         leading-dimensions = false\nlaunch-shape-without-launch = false\n",
     );
     let config =
         cudarace_analysis::config::Config::load(&dir.join("cudarace.toml")).expect("valid config");
@@ -365,6 +382,8 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
         "witnesses/single_block_kernel_without_launch.cu",
         "witnesses/leading_dimension_below_row_is_conditional.cu",
         "witnesses/pitch_after_early_return_is_conditional.cu",
+        "witnesses/launch_shape_precondition_without_launch_is_conditional.cu",
+        "witnesses/row_without_column_guard_is_conditional.cu",
     ] {
         let path = fixtures_dir().join(rel);
         let text = std::fs::read_to_string(&path).expect("fixture is readable");

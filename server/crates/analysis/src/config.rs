@@ -264,6 +264,7 @@ struct RawAssumptions {
     shared_in_bounds: Option<bool>,
     single_block_without_launch: Option<bool>,
     leading_dimensions: Option<bool>,
+    launch_shape_without_launch: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -435,6 +436,9 @@ impl Config {
                     .single_block_without_launch
                     .unwrap_or(d.single_block_without_launch),
                 leading_dimensions: a.leading_dimensions.unwrap_or(d.leading_dimensions),
+                launch_shape_without_launch: a
+                    .launch_shape_without_launch
+                    .unwrap_or(d.launch_shape_without_launch),
             };
         }
         if let Some(l) = raw.library {

@@ -26,6 +26,12 @@
 //!   or is `x % n`, the leading dimension covers the row: `ld >= n` (a pitch is at least the row
 //!   length it is the pitch of). The index may be built in a local first, and the leading
 //!   dimension may count smaller units than the index (`row * ld / 32 + col`: `ld / 32 >= n`).
+//! - `launch-shape-without-launch`: a kernel the file never launches is launched in the shape
+//!   that its race's precondition names, when that precondition ties a parameter to the launch
+//!   (`n == blockDim.x`, `step >= gridDim.x * blockDim.x`, `n % blockDim.x == 0`): the host that
+//!   launches it is elsewhere (another file, Python) and sizes the launch from the same values.
+//!   Unlike the others it is applied after the solve, to the precondition found (see
+//!   [`negate_launch_precondition`]).
 
 use crate::encode::Encoder;
 use crate::terms::*;
@@ -41,6 +47,7 @@ pub struct AssumptionSwitches {
     pub shared_in_bounds: bool,
     pub single_block_without_launch: bool,
     pub leading_dimensions: bool,
+    pub launch_shape_without_launch: bool,
 }
 
 impl Default for AssumptionSwitches {
@@ -51,6 +58,7 @@ impl Default for AssumptionSwitches {
             shared_in_bounds: true,
             single_block_without_launch: true,
             leading_dimensions: true,
+            launch_shape_without_launch: true,
         }
     }
 }
@@ -62,6 +70,7 @@ impl AssumptionSwitches {
         shared_in_bounds: false,
         single_block_without_launch: false,
         leading_dimensions: false,
+        launch_shape_without_launch: false,
     };
 }
 
@@ -484,6 +493,20 @@ pub fn precondition_candidates(
     }
     out.truncate(MAX_PRECONDITIONS);
     out
+}
+
+/// The condition of a race whose precondition ties a parameter to the launch
+/// (`n == blockDim.x` → `n != blockDim.x`); `None` for one that does not mention the launch.
+pub fn negate_launch_precondition(pre: &str) -> Option<String> {
+    if !(pre.contains("blockDim.") || pre.contains("gridDim.")) {
+        return None;
+    }
+    for (op, neg) in [(" == ", " != "), (" >= ", " < ")] {
+        if let Some(i) = pre.rfind(op) {
+            return Some(format!("{}{neg}{}", &pre[..i], &pre[i + op.len()..]));
+        }
+    }
+    None
 }
 
 /// Candidate preconditions tried per race (each a small solver check, only for races found).

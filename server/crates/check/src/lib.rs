@@ -143,6 +143,9 @@ enum Item {
         assumed: Vec<(Term, assumptions::Broken)>,
         /// The text of each of the query's candidate preconditions (same order).
         precondition_texts: Vec<String>,
+        /// The kernel is never launched in the file and `launch-shape-without-launch` is on: a
+        /// precondition that ties a parameter to the launch makes the race conditional.
+        launch_shape_unknown: bool,
         /// The array is accessed as `volatile` in a kernel without `__syncwarp()`: a race
         /// between two threads of one warp is legacy warp-synchronous code.
         warp_synchronous: bool,
@@ -511,6 +514,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             same_value,
             assumed,
             precondition_texts,
+            launch_shape_unknown: !launched && opts.assumptions.launch_shape_without_launch,
             warp_synchronous: !p.has_warp_sync && kernel.volatile_arrays.contains(&xa.array),
             may_sync: match &meeting {
                 Some(Some(m)) if m.contains(&(ia.min(ib), ia.max(ib))) => None,
@@ -609,6 +613,7 @@ fn race_finding(
         same_value,
         assumed,
         precondition_texts,
+        launch_shape_unknown,
         warp_synchronous,
         may_sync: call_note,
     } = item
@@ -694,6 +699,25 @@ fn race_finding(
         .get(cudarace_solver::PRECONDITION_KEY)
         .and_then(|i| precondition_texts.get(usize::try_from(*i).ok()?))
         .cloned();
+    // A kernel launched elsewhere (another file, Python) is launched in the shape its race-free
+    // precondition names when that ties a parameter to the launch: the host sizes both from
+    // the same values.
+    let mut condition = condition;
+    if let (true, Confidence::Definite, Some(c)) = (
+        *launch_shape_unknown,
+        confidence,
+        precondition
+            .as_deref()
+            .and_then(assumptions::negate_launch_precondition),
+    ) {
+        let c = format!("only if {c}");
+        confidence = Confidence::Conditional;
+        confidence_reason = format!(
+            "the race needs a launch that does not fit the kernel's parameters, and the file never launches the kernel: {c}"
+        );
+        message.push_str(&format!(" ({c})"));
+        condition = Some(c);
+    }
     if let Some(p) = &precondition {
         message.push_str(&format!("; race-free if {p}"));
     }
