@@ -27,9 +27,10 @@
 //!   length it is the pitch of). The index may be built in a local first, and the leading
 //!   dimension may count smaller units than the index (`row * ld / 32 + col`: `ld / 32 >= n`).
 //! - `launch-shape-without-launch`: a kernel the file never launches is launched in the shape
-//!   that its race's precondition names, when that precondition ties a parameter to the launch
-//!   (`n == blockDim.x`, `step >= gridDim.x * blockDim.x`, `n % blockDim.x == 0`): the host that
-//!   launches it is elsewhere (another file, Python) and sizes the launch from the same values.
+//!   that its race's precondition names, when that precondition ties a shape parameter (a
+//!   stride, step or divisor, not a mere bound) to the launch (`n == blockDim.x`,
+//!   `step >= gridDim.x * blockDim.x`, `n % blockDim.x == 0`): the host that launches it is
+//!   elsewhere (another file, Python) and sizes the launch from the same values.
 //!   Unlike the others it is applied after the solve, to the precondition found (see
 //!   [`negate_launch_precondition`]).
 

@@ -143,9 +143,10 @@ enum Item {
         assumed: Vec<(Term, assumptions::Broken)>,
         /// The text of each of the query's candidate preconditions (same order).
         precondition_texts: Vec<String>,
-        /// The kernel is never launched in the file and `launch-shape-without-launch` is on: a
-        /// precondition that ties a parameter to the launch makes the race conditional.
-        launch_shape_unknown: bool,
+        /// When the kernel is never launched in the file and `launch-shape-without-launch` is
+        /// on: its shape parameters (strides, steps, divisors: not mere bounds), a precondition
+        /// on one of which that ties it to the launch makes the race conditional.
+        shape_params: Vec<String>,
         /// The array is accessed as `volatile` in a kernel without `__syncwarp()`: a race
         /// between two threads of one warp is legacy warp-synchronous code.
         warp_synchronous: bool,
@@ -223,6 +224,15 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         &opts.assumptions,
     ));
     let launched = file.launch_sites.iter().any(|s| s.kernel == kernel.name);
+    let shape_params: Vec<String> = if launched || !opts.assumptions.launch_shape_without_launch {
+        Vec::new()
+    } else {
+        roles
+            .iter()
+            .filter(|(_, r)| **r == assumptions::Role::Stride)
+            .filter_map(|(p, _)| kernel.params.get(p.0 as usize).map(|p| p.name.clone()))
+            .collect()
+    };
     let fixed =
         |dims: &[launch::DimSpec; 3]| dims.iter().all(|d| matches!(d, launch::DimSpec::Fixed(_)));
     kernel_assumptions.extend(assumptions::shared_slot_assumptions(
@@ -514,7 +524,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             same_value,
             assumed,
             precondition_texts,
-            launch_shape_unknown: !launched && opts.assumptions.launch_shape_without_launch,
+            shape_params: shape_params.clone(),
             warp_synchronous: !p.has_warp_sync && kernel.volatile_arrays.contains(&xa.array),
             may_sync: match &meeting {
                 Some(Some(m)) if m.contains(&(ia.min(ib), ia.max(ib))) => None,
@@ -613,7 +623,7 @@ fn race_finding(
         same_value,
         assumed,
         precondition_texts,
-        launch_shape_unknown,
+        shape_params,
         warp_synchronous,
         may_sync: call_note,
     } = item
@@ -703,8 +713,14 @@ fn race_finding(
     // precondition names when that ties a parameter to the launch: the host sizes both from
     // the same values.
     let mut condition = condition;
+    // Only for a shape parameter: `n == blockDim.x` for a mere bound `i < n` holds by
+    // shrinking the data to one block, not by launching the kernel as it is written for.
+    let on_shape = precondition.as_deref().is_some_and(|p| {
+        let subject = p.split_whitespace().next().unwrap_or_default();
+        shape_params.iter().any(|s| s == subject)
+    });
     if let (true, Confidence::Definite, Some(c)) = (
-        *launch_shape_unknown,
+        on_shape,
         confidence,
         precondition
             .as_deref()

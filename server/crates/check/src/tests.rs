@@ -38,6 +38,7 @@ pub(crate) mod ir {
                     unknowns: vec![],
                     body: vec![],
                     launch_bounds: None,
+                    launch_bounds_param: None,
                     annotated_launch: LaunchConfig::default(),
                     unsupported: None,
                     volatile_arrays: vec![],

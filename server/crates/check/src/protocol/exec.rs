@@ -1664,6 +1664,8 @@ impl<'k> Exec<'k> {
             if continues {
                 cudarace_ir::assigned_locals(&lp.body, &mut body_assigned);
             }
+            // Recognized additive heads (head, first value, step), linked below.
+            let mut additive: Vec<(Term, Term, Term)> = Vec::new();
             for (l, h) in &heads {
                 let name = match h {
                     Term::Var(n) => n.to_string(),
@@ -1689,6 +1691,9 @@ impl<'k> Exec<'k> {
                 match recognized {
                     Some(r) => {
                         ranges.push(r);
+                        if let Some(step) = additive_step(h, &end[l]) {
+                            additive.push((h.clone(), init[l].clone(), step));
+                        }
                         next.insert(name.to_string(), end[l].clone());
                         if name.starts_with('$') {
                             if let Some(step) = additive_step(h, &end[l]) {
@@ -1730,6 +1735,7 @@ impl<'k> Exec<'k> {
                     }
                 }
             }
+            ranges.extend(link_inductions(&additive));
             // Values created in the body are different in the next iteration: `next` renames
             // them when a term is carried over (no table of copies, see `NextIteration`).
             self.loops += 1;
@@ -1847,6 +1853,46 @@ impl<'k> Exec<'k> {
             return;
         }
     }
+}
+
+/// The relation between a loop's additive heads (`head`, first value, step): every one moves
+/// once per iteration, so all have taken the same number of steps `k` at the head of an
+/// iteration (`for (l = 0; l < L && i < n; l++, i += blockDim.x)`: `i - i0 == l * blockDim.x`).
+/// Each head is linked to one pivot (a counter stepping by ±1 when there is one):
+/// - equal steps: `h - h0 == p - p0`;
+/// - constant steps `c`, `d`: `(h - h0) * d == (p - p0) * c`;
+/// - a pivot stepping by ±1: `h - h0 == (p - p0) * ±1 * step` (the only nonlinear form).
+///
+/// A step that mentions a head changes between iterations: no relation is drawn from it.
+fn link_inductions(additive: &[(Term, Term, Term)]) -> Vec<Term> {
+    let heads: Vec<&str> = additive.iter().filter_map(|(h, ..)| h_name(h)).collect();
+    let invariant = |t: &Term| !heads.iter().any(|h| mentions_var(t, h));
+    let usable: Vec<&(Term, Term, Term)> = additive
+        .iter()
+        .filter(|(_, init, step)| invariant(step) && invariant(init) && as_int(step) != Some(0))
+        .collect();
+    if usable.len() < 2 {
+        return Vec::new();
+    }
+    let unit = |t: &Term| matches!(as_int(t), Some(1 | -1));
+    let pivot = usable.iter().position(|(_, _, s)| unit(s)).unwrap_or(0);
+    let (p, p0, ps) = usable[pivot];
+    let taken_p = sub(p.clone(), p0.clone());
+    let mut out = Vec::new();
+    for (i, (h, h0, hs)) in usable.iter().enumerate() {
+        if i == pivot {
+            continue;
+        }
+        let taken = sub(h.clone(), h0.clone());
+        if hs == ps {
+            out.push(eq(taken, taken_p.clone()));
+        } else if let (Some(c), Some(d)) = (as_int(ps), as_int(hs)) {
+            out.push(eq(mul(taken, int(c)), mul(taken_p.clone(), int(d))));
+        } else if let Some(c) = as_int(ps).filter(|c| *c == 1 || *c == -1) {
+            out.push(eq(taken, mul(mul(taken_p.clone(), int(c)), hs.clone())));
+        }
+    }
+    out
 }
 
 fn h_name(h: &Term) -> Option<&str> {

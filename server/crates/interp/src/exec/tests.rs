@@ -44,6 +44,7 @@ impl Kb {
                 unknowns: Vec::new(),
                 body: Vec::new(),
                 launch_bounds: None,
+                launch_bounds_param: None,
                 annotated_launch: LaunchConfig::default(),
                 unsupported: None,
                 volatile_arrays: vec![],
