@@ -17,6 +17,8 @@ struct HostEnv<'a, 't> {
     text: &'a str,
     /// [`HostEnv::changes`] by name: asked for each local and each text compared.
     changes: std::cell::RefCell<std::collections::HashMap<String, std::rc::Rc<[Node<'t>]>>>,
+    /// [`HostEnv::has_goto`], once asked.
+    goto: std::cell::OnceCell<bool>,
 }
 
 impl ConstEnv for HostEnv<'_, '_> {
@@ -127,7 +129,7 @@ impl<'t> HostEnv<'_, 't> {
         let in_scope =
             |at: usize| at > decl.start_byte() && scope.is_none_or(|b| at < b.end_byte());
         for &change in self.changes(name).iter() {
-            if !in_scope(change.start_byte()) {
+            if !in_scope(change.start_byte()) || !self.may_precede_launch(change) {
                 continue;
             }
             let field_store = self.declares_dim3(decl)
@@ -283,7 +285,61 @@ impl<'t> HostEnv<'_, 't> {
         crate::text::tokens(text)
             .into_iter()
             .filter(|(is_id, _)| *is_id)
-            .all(|(_, name)| self.changes(name).is_empty())
+            .all(|(_, name)| {
+                self.changes(name)
+                    .iter()
+                    .all(|c| !self.may_precede_launch(*c))
+            })
+    }
+
+    /// Whether the change `n` may run before the launch: it comes before it in the text, or
+    /// after it inside a loop that also holds the launch (the next iteration's launch sees
+    /// it). A change after the launch and outside every loop around it cannot reach it
+    /// (`dim3 threads(128); k<<<b, threads>>>(…); threads = dim3(bx, 16);`).
+    fn may_precede_launch(&self, n: Node<'t>) -> bool {
+        if n.start_byte() < self.at {
+            return true;
+        }
+        let mut p = n.parent();
+        while let Some(a) = p {
+            let is_loop = matches!(
+                a.kind(),
+                "for_statement" | "while_statement" | "do_statement" | "for_range_loop"
+            );
+            if is_loop && a.start_byte() <= self.at && self.at < a.end_byte() {
+                return true;
+            }
+            // A `goto` may jump back over the launch: read as changed.
+            if Some(a) == self.func_body {
+                break;
+            }
+            p = a.parent();
+        }
+        self.has_goto()
+    }
+
+    /// Whether the function holds a `goto` (code after the launch may then run before it).
+    fn has_goto(&self) -> bool {
+        *self.goto.get_or_init(|| self.find_goto())
+    }
+
+    fn find_goto(&self) -> bool {
+        let Some(body) = self.func_body else {
+            return true;
+        };
+        let mut stack = vec![body];
+        let mut count = 0;
+        while let Some(n) = stack.pop() {
+            count += 1;
+            if n.kind() == "goto_statement" || count > 200_000 {
+                return true;
+            }
+            let mut c = n.walk();
+            for ch in n.named_children(&mut c) {
+                stack.push(ch);
+            }
+        }
+        false
     }
 
     /// Whether `decl` (a declaration, or a declarator inside one) has type `dim3`.
@@ -844,6 +900,7 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                             at: n.start_byte(),
                             text,
                             changes: Default::default(),
+                            goto: Default::default(),
                         };
                         let mut c2 = cfg.walk();
                         let args: Vec<Node> = cfg
@@ -935,6 +992,7 @@ fn runtime_api_launch<'t>(
         at: n.start_byte(),
         text,
         changes: Default::default(),
+        goto: Default::default(),
     };
     Some(LaunchSite {
         kernel: node_text(name_node, text).to_string(),
