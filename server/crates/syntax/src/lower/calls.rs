@@ -243,7 +243,22 @@ impl<'a, 't> Lowerer<'a, 't> {
                 self.lower_args(&args);
                 let (_, ol) = self.objects_in_args(&args);
                 let all = vec![ALL_ARRAYS];
-                self.opaque("call through a function pointer", span, all, ol, true);
+                let callee: String = self
+                    .text(f)
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let callee = match callee.char_indices().nth(40) {
+                    Some((cut, _)) => format!("{}…", &callee[..cut]),
+                    None => callee,
+                };
+                self.opaque(
+                    format!("call through `{callee}` (a function pointer or an unknown callable)"),
+                    span,
+                    all,
+                    ol,
+                    true,
+                );
                 Val::S(self.unknown("result of an indirect call", span, false))
             }
         }
@@ -255,6 +270,10 @@ impl<'a, 't> Lowerer<'a, 't> {
     /// argument, can only be a type: the value is cast (or kept, for a type that is not a
     /// known scalar, as any cast to such a type is).
     fn parenthesized_type_cast(&mut self, f: Node, args: &[Node]) -> Option<Val> {
+        // A functional cast `double(x)`, `uint32_t(n)`: the callee is the type itself.
+        if f.kind() == "primitive_type" && args.len() == 1 {
+            return Some(self.cast_to(f, args[0]));
+        }
         if f.kind() != "parenthesized_expression" || args.len() != 1 {
             return None;
         }
@@ -281,15 +300,20 @@ impl<'a, 't> Lowerer<'a, 't> {
         {
             return None;
         }
-        let ty = self.type_text(inner);
-        let v = self.expr(args[0]);
-        Some(match (typenames::scalar_type(&ty), v) {
+        Some(self.cast_to(inner, args[0]))
+    }
+
+    /// `arg` converted to the type named by `ty_node` (a scalar type; anything else keeps it).
+    fn cast_to(&mut self, ty_node: Node, arg: Node) -> Val {
+        let ty = self.type_text(ty_node);
+        let v = self.expr(arg);
+        match (typenames::scalar_type(&ty), v) {
             (t @ ScalarType::Int { .. }, Val::S(e)) => Val::S(fold(&Expr::Cast(t, Box::new(e)))),
             (t @ (ScalarType::Float | ScalarType::Bool), Val::S(e)) => {
                 Val::S(Expr::Cast(t, Box::new(e)))
             }
             (_, v) => v,
-        })
+        }
     }
 
     fn barrier(&mut self, kind: BarrierKind, span: Span) {
