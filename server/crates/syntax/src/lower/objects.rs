@@ -326,8 +326,9 @@ impl<'a, 't> Lowerer<'a, 't> {
         })
     }
 
-    /// An object built by a constructor of the class whose body is empty: default-initialized,
-    /// then the constructor's member initializers run with its parameters bound to `args`.
+    /// An object built by a constructor of the class: default-initialized, then the
+    /// constructor's member initializers and body run (inlined like a method) with its
+    /// parameters bound to `args`.
     /// `None` when no such constructor takes that many arguments.
     fn construct(
         &mut self,
@@ -347,8 +348,8 @@ impl<'a, 't> Lowerer<'a, 't> {
             .iter()
             .filter(|d| super::calls::param_count(d) == args.len());
         let def = *fitting.next()?;
-        if fitting.next().is_some() || !body_is_empty(def.node) {
-            // Overloads with as many parameters (chosen by type), or a body with statements.
+        if fitting.next().is_some() {
+            // Overloads with as many parameters (chosen by type).
             return None;
         }
         let o = self.new_object(class, var, key, ObjInit::Default, span);
@@ -1066,13 +1067,4 @@ pub(crate) fn is_this(n: Node) -> bool {
         }
     }
     false
-}
-
-/// Whether a function's body has no statements (`{}`).
-fn body_is_empty(def: Node) -> bool {
-    def.child_by_field_name("body").is_some_and(|b| {
-        let mut c = b.walk();
-        let empty = b.named_children(&mut c).all(|x| x.kind() == "comment");
-        empty
-    })
 }
