@@ -1695,11 +1695,13 @@ __global__ void k(float *a) {
   acc.add(threadIdx.x);
 }"#,
         "k",
+        // A constructor with statements is inlined (its initializers, then its body).
         "
-        opaque(constructor of `Acc` (constructors are not inlined); arrays=[a]; locals=[]; may_sync)
         acc.p.offset := 0
-        opaque(read through a pointer with an unknown target; arrays=[a]; locals=[])
-        opaque(write through a pointer with an unknown target; arrays=[a]; locals=[])
+        acc.p.offset := 0
+        write#0 a[0] = 0
+        read#1 a[(acc.p.offset + threadIdx.x)]
+        write#2 a[(acc.p.offset + threadIdx.x)] = (@1 + 1)
         ",
     );
 }
@@ -1900,7 +1902,7 @@ __global__ void k(float *q) {
         write#0 q[((a.stride + b.stride) + c.pad)] = 0
         ",
     );
-    // With a statement in its body, the constructor stays opaque.
+    // With a statement in its body, the constructor is inlined too: initializers, then body.
     let f = lower_str(
         r#"
 struct Tile {
@@ -1913,9 +1915,11 @@ __global__ void k(float *q) { Tile a(q); }"#,
         pretty::body(kernel(&f, "k")),
         lines(
             "
-            opaque(constructor of `Tile` (constructors are not inlined); arrays=[q]; locals=[]; may_sync)
             a.data.offset := 0
             a.stride := ?0
+            a.data.offset := 0
+            a.stride := 32
+            write#0 q[0] = 1
             "
         )
     );

@@ -206,6 +206,11 @@ impl<'a, 't> Lowerer<'a, 't> {
                                 Err(v) => Err(v),
                             }
                         }
+                        // `corners[0].set(x, y)` on a thread-private array of objects.
+                        None if op == "." => match self.private_element_object(o) {
+                            Some(ob) => Ok(ob),
+                            None => Err(self.expr(o)),
+                        },
                         None => Err(self.expr(o)),
                     },
                 };
@@ -463,6 +468,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 Binding::Local(_)
                     | Binding::Value(_)
                     | Binding::Private
+                    | Binding::PrivateObjects(_)
                     | Binding::Ptr(_)
                     | Binding::Object(_)
                     | Binding::Cell(_)
@@ -674,10 +680,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                 .and_then(declarator_name)
                 .map(|x| node_text(x, &def_text).to_string())
                 .unwrap_or_default();
-            let class = p
+            let any_class = p
                 .child_by_field_name("type")
-                .and_then(|t| self.class_of(node_text(t, &def_text)))
-                .filter(|_| shape == Shape::Scalar);
+                .and_then(|t| self.class_of(node_text(t, &def_text)));
+            let class = any_class.clone().filter(|_| shape == Shape::Scalar);
             // A lambda or a function object: the parameter names it.
             let callable = match args
                 .get(i)
@@ -691,6 +697,14 @@ impl<'a, 't> Lowerer<'a, 't> {
             };
             let av = match (callable, args.get(i)) {
                 (Some(b), _) => ArgVal::Ref(b),
+                // An element of a thread-private array of objects, by reference: an object
+                // of unknown members (see `private_element_object`).
+                (None, Some(a)) if shape == Shape::Reference && any_class.is_some() => {
+                    match self.private_element_object(*a) {
+                        Some(o) => ArgVal::Ref(Binding::Object(o)),
+                        None => ArgVal::Ref(self.reference_binding(*a)),
+                    }
+                }
                 (None, Some(a)) if shape == Shape::Reference => {
                     ArgVal::Ref(self.reference_binding(*a))
                 }

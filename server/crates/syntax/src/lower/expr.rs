@@ -464,7 +464,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 }
             }
             Some(Binding::Ptr(s)) => Val::P(self.slot_value(s)),
-            Some(Binding::Private) => Val::P(PtrVal {
+            Some(Binding::Private | Binding::PrivateObjects(_)) => Val::P(PtrVal {
                 base: Base::Private,
                 off: Expr::Int(0),
                 stride: Expr::Int(1),

@@ -280,6 +280,10 @@ pub(crate) enum Binding {
     Array(ArrayId),
     Ptr(usize),
     Private,
+    /// A thread-private array of objects of a class of the file (`Point corners[4]`): its
+    /// elements' methods are inlined on objects whose members are unknown (see
+    /// `calls.rs`, method calls).
+    PrivateObjects(Rc<str>),
     Cell(Place),
     Group(GroupKind),
     /// A thread-private array of pointers (`float *bufs[2] = {a, b}`): what its elements may

@@ -639,7 +639,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     self.ptr_assign(s, v, span);
                 }
                 (Some(Binding::Ptr(s)), []) => self.ptr_assign(s, Val::S(Expr::Int(0)), span),
-                (Some(Binding::Private), _) => {
+                (Some(Binding::Private | Binding::PrivateObjects(_)), _) => {
                     for a in &args {
                         self.expr_discard(*a);
                     }
@@ -751,7 +751,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             Binding::Local(l) => Val::S(Expr::Local(l)),
             Binding::Value(e) => Val::S(e),
             Binding::Ptr(s) => Val::P(self.slot_value(s)),
-            Binding::Private => Val::P(PtrVal {
+            Binding::Private | Binding::PrivateObjects(_) => Val::P(PtrVal {
                 base: Base::Private,
                 off: Expr::Int(0),
                 stride: Expr::Int(1),
@@ -767,7 +767,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         match b {
             Binding::Local(l) => Place::Local(l),
             Binding::Ptr(s) => Place::Ptr(s),
-            Binding::Private => Place::Private,
+            Binding::Private | Binding::PrivateObjects(_) => Place::Private,
             Binding::Object(o) => Place::Object(o),
             _ => Place::Unknown,
         }
@@ -872,6 +872,31 @@ impl<'a, 't> Lowerer<'a, 't> {
             }
         }
         (arrays, locals)
+    }
+
+    /// The element `a[i]…` of a thread-private array of objects (`Point corners[4]`), as an
+    /// object whose members are unknown: the checker does not follow the array's contents
+    /// (thread-private memory), so the element's scalar members read as unknown values and its
+    /// pointer members point anywhere. Its methods can then be inlined: what they do to other
+    /// memory is seen, what they do to the element is private to the thread.
+    pub fn private_element_object(&mut self, n: Node) -> Option<Rc<Object>> {
+        if n.kind() != "subscript_expression" {
+            return None;
+        }
+        let (base, indices) = self.subscript_chain(n);
+        if base.kind() != "identifier" || indices.is_empty() {
+            return None;
+        }
+        let name = self.text(base);
+        let Some(Binding::PrivateObjects(class)) = self.lookup(&name) else {
+            return None;
+        };
+        for i in indices {
+            self.expr_discard(i);
+        }
+        let span = self.span(n);
+        let key = (self.src.file, n.start_byte());
+        Some(self.new_object(&class, &format!("{name}[…]"), key, ObjInit::Unknown, span))
     }
 
     /// `obj.method(args)` on an object of a class defined in the file.

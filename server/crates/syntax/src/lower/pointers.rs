@@ -4,7 +4,7 @@ use super::*;
 
 impl<'a, 't> Lowerer<'a, 't> {
     /// `a[i][j]…` → the innermost base and the index nodes, outermost first.
-    fn subscript_chain<'n>(&self, n: Node<'n>) -> (Node<'n>, Vec<Node<'n>>) {
+    pub fn subscript_chain<'n>(&self, n: Node<'n>) -> (Node<'n>, Vec<Node<'n>>) {
         let mut idx = Vec::new();
         let mut cur = n;
         while cur.kind() == "subscript_expression" && idx.len() < 64 {
@@ -271,7 +271,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                         let off = fold(&Expr::bin(BinOp::Add, p.off.clone(), total));
                         return Err(PtrVal { off, ..p });
                     }
-                    Some(Binding::Private) => {
+                    Some(Binding::Private | Binding::PrivateObjects(_)) => {
                         for i in idxs {
                             self.scalar_expr(i);
                         }
@@ -372,6 +372,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     Some(Binding::Cell(p)) => p,
                     Some(Binding::Object(o)) => Place::Object(o),
                     Some(Binding::Private)
+                    | Some(Binding::PrivateObjects(_))
                     | Some(Binding::Group(_))
                     | Some(Binding::PtrArray(_))
                     | Some(Binding::Lambda(_)) => Place::Private,

@@ -853,7 +853,11 @@ impl<'a, 't> Lowerer<'a, 't> {
                     if let Some(i) = init {
                         self.expr_discard(i);
                     }
-                    self.bind(&name, Binding::Private);
+                    let b = match self.class_of(&ty_text) {
+                        Some(class) => Binding::PrivateObjects(class.into()),
+                        None => Binding::Private,
+                    };
+                    self.bind(&name, b);
                 }
                 Shape::Reference => {
                     let b = match init {

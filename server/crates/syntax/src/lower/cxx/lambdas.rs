@@ -133,6 +133,7 @@ fn same_binding(a: &Binding, b: &Binding) -> bool {
         (Binding::Object(x), Binding::Object(y)) => Rc::ptr_eq(x, y),
         (Binding::Lambda(x), Binding::Lambda(y)) => Rc::ptr_eq(x, y),
         (Binding::Private, Binding::Private) => true,
+        (Binding::PrivateObjects(x), Binding::PrivateObjects(y)) => Rc::ptr_eq(x, y),
         _ => false,
     }
 }
