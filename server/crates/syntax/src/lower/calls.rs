@@ -86,6 +86,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         let Some(f) = n.child_by_field_name("function") else {
             return Val::S(self.unknown("call", span, false));
         };
+        let f = self.parenthesized_function(f).unwrap_or(f);
         let args = args_of(n);
         let mut c = n.walk();
         let is_launch = n
@@ -274,6 +275,30 @@ impl<'a, 't> Lowerer<'a, 't> {
     /// that is no variable, function, prototype, macro or library function, with one
     /// argument, can only be a type: the value is cast (or kept, for a type that is not a
     /// known scalar, as any cast to such a type is).
+    /// `(cub::min)(a, b)`, `(max)(a, b)`: a function named in parentheses (written so to keep a
+    /// function-like macro of that name from expanding) is that function, when the file, its
+    /// headers or the library define one of that name.
+    fn parenthesized_function<'n>(&mut self, f: Node<'n>) -> Option<Node<'n>> {
+        if f.kind() != "parenthesized_expression" || f.named_child_count() != 1 {
+            return None;
+        }
+        let inner = f.named_child(0)?;
+        if !matches!(inner.kind(), "identifier" | "qualified_identifier") {
+            return None;
+        }
+        let name = self.text(inner);
+        let plain = name.rsplit("::").next().unwrap_or(&name).to_string();
+        if self.lookup(&name).is_some() {
+            return None;
+        }
+        let known = |n: &str| {
+            self.tab.funcs.contains_key(n)
+                || self.tab.protos.contains(n)
+                || self.tab.library.function(n).is_some()
+        };
+        (known(&name) || known(&plain)).then_some(inner)
+    }
+
     fn parenthesized_type_cast(&mut self, f: Node, args: &[Node]) -> Option<Val> {
         // A functional cast `double(x)`, `uint32_t(n)`: the callee is the type itself.
         if f.kind() == "primitive_type" && args.len() == 1 {
