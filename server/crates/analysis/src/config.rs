@@ -640,7 +640,7 @@ pub fn kernel_check_options<'a>(
     opts: &'a Options,
     kernel: &Kernel,
 ) -> Cow<'a, cudarace_check::CheckOptions> {
-    let from_config = opts.config.launch_for(&kernel.name);
+    let from_config = opts.config.launch_for(kernel.base_name());
     if from_config.is_empty() {
         return Cow::Borrowed(&opts.check);
     }

@@ -118,7 +118,11 @@ pub fn analyze_ir(ir: &FileIr, opts: &Options, pool: &SolverPool) -> Vec<KernelR
     let file_deadline = Instant::now() + opts.budget.file_time;
     ir.kernels
         .iter()
-        .filter(|k| opts.kernel.as_ref().is_none_or(|name| &k.name == name))
+        .filter(|k| {
+            opts.kernel
+                .as_ref()
+                .is_none_or(|name| k.name == *name || k.base_name() == name)
+        })
         .map(|k| analyze_kernel_until(ir, k, opts, pool, Some(file_deadline)))
         .collect()
 }

@@ -101,14 +101,14 @@ pub fn resolve(
     let arities: Vec<usize> = file
         .kernels
         .iter()
-        .filter(|k| k.name == kernel.name)
+        .filter(|k| k.base_name() == kernel.base_name())
         .map(call_arity)
         .collect();
     let mine = call_arity(kernel);
     let sites: Vec<_> = file
         .launch_sites
         .iter()
-        .filter(|s| s.kernel == kernel.name)
+        .filter(|s| s.kernel == kernel.base_name())
         .filter(|s| s.args.is_empty() || s.args.len() == mine || !arities.contains(&s.args.len()))
         .collect();
     // Block and grid sizes are taken from the sites separately: `<<<(n + 127) / 128, 128>>>`

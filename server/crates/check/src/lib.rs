@@ -223,7 +223,10 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         (fixed_dims(&launch.block), fixed_dims(&launch.grid)),
         &opts.assumptions,
     ));
-    let launched = file.launch_sites.iter().any(|s| s.kernel == kernel.name);
+    let launched = file
+        .launch_sites
+        .iter()
+        .any(|s| s.kernel == kernel.base_name());
     let shape_params: Vec<String> = if launched || !opts.assumptions.launch_shape_without_launch {
         Vec::new()
     } else {

@@ -526,6 +526,12 @@ pub struct Opaque {
 }
 
 impl Kernel {
+    /// The kernel's name without the template arguments of an instance (`k` for `k<T, Op>`,
+    /// see the front end's instances): what launch sites and `--kernel` name.
+    pub fn base_name(&self) -> &str {
+        self.name.split('<').next().unwrap_or(&self.name)
+    }
+
     pub fn array(&self, id: ArrayId) -> &Array {
         &self.arrays[id.0 as usize]
     }

@@ -102,7 +102,7 @@ pub fn kernel_fingerprint(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -
     let sites: Vec<_> = file
         .launch_sites
         .iter()
-        .filter(|s| s.kernel == kernel.name)
+        .filter(|s| s.kernel == kernel.base_name())
         .map(|s| (s.grid_dim, s.block_dim, &s.args))
         .collect();
     let context = format!("{sites:?}|{:?}|{opts:?}", file.header_launch);

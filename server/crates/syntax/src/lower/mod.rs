@@ -79,18 +79,54 @@ fn lower_file_inner(
         ..FileIr::default()
     };
     for def in &tables.kernels {
-        let k =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lower_kernel(&tables, def)));
-        match k {
-            Ok(k) => fir.kernels.push(k),
-            Err(_) => fir.kernels.push(failed_kernel(
-                &tables,
-                def,
-                "internal error in the CUDA front end while lowering this kernel",
-            )),
+        for inst in instances(&tables, def) {
+            let k = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                lower_kernel(&tables, def, inst.as_ref())
+            }));
+            match k {
+                Ok(k) => fir.kernels.push(k),
+                Err(_) => fir.kernels.push(failed_kernel(
+                    &tables,
+                    def,
+                    "internal error in the CUDA front end while lowering this kernel",
+                )),
+            }
         }
     }
     fir
+}
+
+/// At most this many instantiations of one kernel template are checked each on its own.
+const MAX_INSTANCES: usize = 4;
+
+/// How a kernel is lowered: once (`None`: a unique instantiation fixes its template
+/// parameters, or they stay symbolic), or once per instantiation of the file when a template
+/// argument names a class of the file (`sequence_pool<T, MaxPool<T>>` and `…<T, SumPool<T>>`:
+/// a function object's `operator()` can be inlined only with its class known). Each instance
+/// is a kernel of its own, named with its arguments (`k<T, MaxPool<T>>`).
+fn instances<'t>(tab: &Tables<'t>, def: &FuncDef<'t>) -> Vec<Option<Vec<String>>> {
+    if def.template_params.is_none() {
+        return vec![None];
+    }
+    let (name, _) = kernel_name(tab, def);
+    let mut distinct: Vec<Vec<String>> = Vec::new();
+    for i in tab.instantiations.get(&name).into_iter().flatten() {
+        if !distinct.contains(i) {
+            distinct.push(i.clone());
+        }
+    }
+    let names_class = |arg: &str| {
+        let base = arg.split('<').next().unwrap_or(arg).trim();
+        let base = base.rsplit("::").next().unwrap_or(base);
+        tab.classes.get(base).is_some_and(|c| c.is_some())
+    };
+    if distinct.len() < 2
+        || distinct.len() > MAX_INSTANCES
+        || !distinct.iter().flatten().any(|a| names_class(a))
+    {
+        return vec![None];
+    }
+    distinct.into_iter().map(Some).collect()
 }
 
 fn failed_kernel<'t>(tab: &Tables<'t>, def: &FuncDef<'t>, reason: &str) -> Kernel {
@@ -113,12 +149,13 @@ fn failed_kernel<'t>(tab: &Tables<'t>, def: &FuncDef<'t>, reason: &str) -> Kerne
     }
 }
 
-fn lower_kernel<'t>(tab: &Tables<'t>, def: &FuncDef<'t>) -> Kernel {
+fn lower_kernel<'t>(tab: &Tables<'t>, def: &FuncDef<'t>, inst: Option<&Vec<String>>) -> Kernel {
     // Pointer variables whose target set grows after a use (reassignment in a loop) are lowered
     // again with the final target sets, so no access is attributed to too few arrays.
     let mut hints: HashMap<SlotKey, SlotHint> = HashMap::new();
     for pass in 0..3 {
         let mut l = Lowerer::new(tab, hints.clone());
+        l.instantiation = inst.cloned();
         l.lower_kernel(def);
         if !l.widened || pass == 2 {
             return l.finish();
@@ -348,6 +385,8 @@ pub(crate) struct Lowerer<'a, 't> {
     pub work: u64,
     pub slots: Vec<PtrSlot>,
     pub hints: HashMap<SlotKey, SlotHint>,
+    /// The template arguments of the instance being lowered (see [`instances`]).
+    pub instantiation: Option<Vec<String>>,
     pub widened: bool,
     pub globals_bound: HashMap<String, Binding>,
     pub expanding: Vec<String>,
@@ -425,6 +464,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             work: 0,
             slots: vec![],
             hints,
+            instantiation: None,
             widened: false,
             globals_bound: HashMap::new(),
             expanding: vec![],
@@ -826,6 +866,24 @@ impl<'a, 't> Lowerer<'a, 't> {
 
     // ---- kernel set-up --------------------------------------------------------------------
 
+    /// The template arguments that fix the kernel template `name`'s parameters: the instance
+    /// being lowered, else the file's only instantiation.
+    fn fixed_instantiation(&self, name: &str) -> Option<Vec<String>> {
+        if let Some(i) = &self.instantiation {
+            return Some(i.clone());
+        }
+        let mut distinct: Vec<&Vec<String>> = Vec::new();
+        for x in self.tab.instantiations.get(name).into_iter().flatten() {
+            if !distinct.contains(&x) {
+                distinct.push(x);
+            }
+        }
+        match distinct[..] {
+            [only] => Some(only.clone()),
+            _ => None,
+        }
+    }
+
     fn lower_kernel(&mut self, def: &FuncDef<'t>) {
         let text = self.tab.texts[def.file.0 as usize].clone();
         self.src = Src {
@@ -834,7 +892,10 @@ impl<'a, 't> Lowerer<'a, 't> {
             at: None,
         };
         let (name, name_span) = kernel_name(self.tab, def);
-        self.k.name = name.clone();
+        self.k.name = match &self.instantiation {
+            Some(args) => format!("{name}<{}>", args.join(", ")),
+            None => name.clone(),
+        };
         self.k.name_span = name_span;
         self.k.span = Span::new(def.file, def.outer.start_byte(), def.outer.end_byte());
         self.k.annotated_launch =
@@ -872,6 +933,12 @@ impl<'a, 't> Lowerer<'a, 't> {
             ret_place: None,
         });
         self.push_scope();
+        // Type parameters fixed to a class of the file first: a kernel parameter of that type
+        // (`Op op`) is then an object of the class, whose `operator()` can be inlined.
+        if let (Some(tp), Some(f)) = (def.template_params, self.fixed_instantiation(&name)) {
+            let classes: Vec<Option<String>> = f.iter().map(|a| self.class_of(a)).collect();
+            self.bind_type_params(tp, &classes, false);
+        }
         // Parameters.
         let params = def
             .node
@@ -890,19 +957,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
         // Template parameters: uniform symbols, fixed by a unique instantiation.
         if let Some(tp) = def.template_params {
-            let inst = self.tab.instantiations.get(&name).map(|v| {
-                let mut u: Vec<&Vec<String>> = Vec::new();
-                for x in v {
-                    if !u.contains(&x) {
-                        u.push(x);
-                    }
-                }
-                u
-            });
-            let fixed: Option<Vec<String>> = match inst {
-                Some(u) if u.len() == 1 => Some(u[0].clone()),
-                _ => None,
-            };
+            let fixed = self.fixed_instantiation(&name);
             let mut c = tp.walk();
             let list: Vec<Node> = tp.named_children(&mut c).collect();
             for (i, p) in list.iter().enumerate() {
