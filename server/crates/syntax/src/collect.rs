@@ -739,11 +739,27 @@ fn class_def<'t>(spec: Node<'t>, name: &str, file: FileId, text: &str) -> ClassD
     if has_token(spec, "base_class_clause") {
         unmodelled(&mut class, "derived classes are not modelled");
     }
-    if spec
-        .parent()
-        .is_some_and(|p| p.kind() == "template_declaration")
-    {
-        unmodelled(&mut class, "class templates are not modelled");
+    // A class template whose parameters are all types (`template <typename T> struct SumOp`)
+    // is modelled with its type parameters unknown: a `T` member or value is a value of no
+    // known type (unknown), a `T *` member a pointer. One with non-type parameters (array
+    // sizes, strides) is not.
+    if let Some(t) = spec.parent().filter(|p| p.kind() == "template_declaration") {
+        let only_types = t.child_by_field_name("parameters").is_some_and(|ps| {
+            let mut c = ps.walk();
+            let all = ps.named_children(&mut c).all(|p| {
+                matches!(
+                    p.kind(),
+                    "type_parameter_declaration" | "optional_type_parameter_declaration"
+                )
+            });
+            all
+        });
+        if !only_types {
+            unmodelled(
+                &mut class,
+                "class templates with non-type parameters are not modelled",
+            );
+        }
     }
     let Some(body) = spec.child_by_field_name("body") else {
         unmodelled(&mut class, "the class has no body");

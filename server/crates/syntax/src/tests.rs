@@ -1673,8 +1673,8 @@ fn methods_of_unmodelled_classes_stay_opaque() {
             "Acc acc;",
         ),
         (
-            "template <typename T> struct Acc { T *p; __device__ void add(int i) { p[i] += 1; } };",
-            "Acc<float> acc;",
+            "template <int N> struct Acc { float *p; __device__ void add(int i) { p[i * N] += 1; } };",
+            "Acc<4> acc;",
         ),
     ] {
         let src =
@@ -1813,8 +1813,9 @@ __global__ void k(float *p, int n) {
 
 #[test]
 fn constructions_written_like_prototypes() {
-    // `Acc b(a);` parses as a function prototype: a copy of `a` for an aggregate, an opaque
-    // constructor call for a class with constructors (modelled or not).
+    // `Acc b(a);` parses as a function prototype: a copy of `a` for an aggregate, the
+    // constructor (inlined) for a class with constructors; a class template with type
+    // parameters only is modelled.
     check(
         r#"
 struct Acc { float *data; int n; };
@@ -1831,8 +1832,10 @@ __global__ void k(float *q) {
         a.n := 3
         b.data.offset := a.data.offset
         b.n := a.n
-        opaque(constructor of `Box<float>` (constructors are not inlined); arrays=[q]; locals=[]; may_sync)
-        write#0 q[(b.data.offset + b.n)] = 2
+        x.p.offset := 0
+        x.p.offset := 0
+        write#0 q[0] = 1
+        write#1 q[(b.data.offset + b.n)] = 2
         ",
     );
 }

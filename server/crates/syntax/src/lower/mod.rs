@@ -97,7 +97,7 @@ fn lower_file_inner(
 }
 
 /// At most this many instantiations of one kernel template are checked each on its own.
-const MAX_INSTANCES: usize = 4;
+const MAX_INSTANCES: usize = 8;
 
 /// How a kernel is lowered: once (`None`: a unique instantiation fixes its template
 /// parameters, or they stay symbolic), or once per instantiation of the file when a template

@@ -107,6 +107,9 @@ impl<'a, 't> Lowerer<'a, 't> {
             return None;
         };
         let name = name.rsplit("::").next().unwrap_or(name);
+        // `SumOp<T>`: an instance of a class template (modelled with its type parameters
+        // unknown, see `collect.rs`).
+        let name = name.split('<').next().unwrap_or(name).trim();
         let name = match self.tab.macros.get(name) {
             Some(m) if m.params.is_none() => m.body.trim().to_string(),
             _ => name.to_string(),
