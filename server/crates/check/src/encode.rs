@@ -8,6 +8,7 @@
 
 use crate::align::Inst;
 use crate::launch::{DimSpec, Launch};
+use crate::lemmas::{divmod_facts, equal_candidates, quotient_lemma, radix_lemmas};
 use crate::protocol::{var_key, Protocol};
 use crate::split::AccessPair;
 use crate::terms::*;
@@ -223,6 +224,7 @@ impl<'a> Encoder<'a> {
                 parts.extend(xor_involution(y, x));
                 parts.extend(row_lemmas(x, y));
             }
+            parts.extend(index_lemmas(&ia, &ib));
         }
         let lemmas = self.distinct_lemmas(scope, &parts);
         parts.extend(lemmas);
@@ -499,6 +501,26 @@ impl<'a> Encoder<'a> {
                 preferred.push(le(v(n.clone()), int(64)));
             }
         }
+        // A query that divides by a parameter: witnesses are tried first with every integer
+        // parameter 2, then 3 (the divisions are then by constants, which Z3 handles fast).
+        let params: Vec<&String> = vars
+            .iter()
+            .filter(|(n, s)| **s == Sort::Int && n.starts_with("param."))
+            .map(|(n, _)| n)
+            .collect();
+        let probes = if !params.is_empty() && assertions.iter().any(divides_by_variable) {
+            [2, 3]
+                .iter()
+                .map(|k| {
+                    params
+                        .iter()
+                        .map(|n| eq(v((*n).clone()), int(*k)))
+                        .collect()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let report: Vec<String> = vars.keys().cloned().collect();
         let extra = extra.iter().map(rn).collect();
         let unknowns = unknown_names
@@ -512,6 +534,7 @@ impl<'a> Encoder<'a> {
                 preferred,
                 assumptions: vec![],
                 preconditions: vec![],
+                probes,
                 report,
             },
             reasons,
@@ -531,6 +554,29 @@ pub struct Finished {
     /// The query's unknown values (canonical names): a witness that holds whatever they are
     /// does not depend on them.
     pub unknowns: BTreeSet<String>,
+}
+
+/// Does `t` divide (or take a remainder) by a non-constant?
+fn divides_by_variable(t: &Term) -> bool {
+    match t {
+        Term::Div(a, d) | Term::Rem(a, d) | Term::Mod(a, d) => {
+            as_int(d).is_none() || divides_by_variable(a) || divides_by_variable(d)
+        }
+        Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => {
+            ts.iter().any(divides_by_variable)
+        }
+        Term::Bit { args, .. } => args.iter().any(divides_by_variable),
+        Term::Sub(x, y)
+        | Term::Eq(x, y)
+        | Term::Lt(x, y)
+        | Term::Le(x, y)
+        | Term::Implies(x, y) => divides_by_variable(x) || divides_by_variable(y),
+        Term::Neg(x) | Term::Not(x) => divides_by_variable(x),
+        Term::Ite(c, x, y) => {
+            divides_by_variable(c) || divides_by_variable(x) || divides_by_variable(y)
+        }
+        Term::Int(_) | Term::Bool(_) | Term::Var(_) => false,
+    }
 }
 
 fn contains_product(t: &Term, a: &str, b: &str) -> bool {
@@ -709,6 +755,26 @@ fn split_rows(t: &Term) -> Vec<(Term, Term, Term)> {
             .unwrap_or(int(0));
         out.push((hi, m, rest));
     }
+    out
+}
+
+/// The facts of [`crate::lemmas`] for two threads' indices: mixed-radix digits of the indices
+/// and of the operands of their divisions, and quotient and remainder facts of the divisions.
+fn index_lemmas(ia: &[Term], ib: &[Term]) -> Vec<Term> {
+    let mut out = Vec::new();
+    for (x, y) in ia.iter().zip(ib) {
+        radix_lemmas(x, y, &mut out);
+        let mut pairs = Vec::new();
+        equal_candidates(x, y, &mut pairs);
+        for (p, q, d) in &pairs {
+            radix_lemmas(p, q, &mut out);
+            if let Some(d) = d {
+                out.push(quotient_lemma(p, q, d));
+            }
+        }
+    }
+    let terms: Vec<&Term> = ia.iter().chain(ib).collect();
+    divmod_facts(&terms, &mut out);
     out
 }
 

@@ -11,12 +11,12 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use z3::ast::Bool;
+use z3::ast::{Ast, Bool, Int};
 use z3::{Params, SatResult, Solver};
 
 use crate::encode::{Encoder, Expr};
 use crate::pool::RawContext;
-use crate::term::{Answer, Limits, Query};
+use crate::term::{Answer, Limits, Query, Term};
 
 /// Share of `rlimit` for the full engine's attempt with the `preferred` constraints. They only
 /// make the witness prettier, so the attempt gets a quarter; the unconstrained check that
@@ -179,6 +179,17 @@ fn solve_inner(
             }
         })
         .collect();
+    // Probes are equalities of variables and constants; one that does not encode is dropped.
+    let probes: Vec<Vec<Bool>> = query
+        .probes
+        .iter()
+        .filter_map(|set| {
+            set.iter()
+                .map(|t| enc.bool(t))
+                .collect::<Result<Vec<_>, _>>()
+                .ok()
+        })
+        .collect();
     // The definitions of names the preferred constraints and assumptions introduced.
     // (first, like the others).
     let mut late = enc.take_definitions();
@@ -191,8 +202,7 @@ fn solve_inner(
     // constraints, the assumptions alone. An unsat query costs two checks, as without
     // assumptions. Every check uses a fresh solver object, never push/pop, so that no state
     // leaks between checks or queries.
-    let answer = solve_levels(
-        start,
+    let answer = match probe(
         query,
         limits,
         cancelled,
@@ -201,7 +211,21 @@ fn solve_inner(
         &assertions,
         &assumptions,
         &preferred,
-    );
+        &probes,
+    ) {
+        Some(found) => found,
+        None => solve_levels(
+            start,
+            query,
+            limits,
+            cancelled,
+            timer,
+            &enc,
+            &assertions,
+            &assumptions,
+            &preferred,
+        ),
+    };
     match answer {
         Answer::Sat(mut model) if !query.preconditions.is_empty() => {
             let out_of_time = || start.elapsed() >= budget;
@@ -218,6 +242,64 @@ fn solve_inner(
         }
         other => other,
     }
+}
+
+/// Share of `rlimit` for each probe (fast engine, also capped by [`FAST_RLIMIT_CAP`]).
+const PROBE_SHARE: u64 = 50;
+
+/// The query's [`Query::probes`], each with the assumptions and the preferred constraints (a
+/// small witness), on a small budget: the first model
+/// found, if any (it satisfies the query and every assumption).
+#[allow(clippy::too_many_arguments)]
+fn probe(
+    query: &Query,
+    limits: &Limits,
+    cancelled: &dyn Fn() -> bool,
+    timer: &Timer<'_>,
+    enc: &Encoder,
+    assertions: &[Bool],
+    assumptions: &[Bool],
+    preferred: &[Bool],
+    probes: &[Vec<Bool>],
+) -> Option<Answer> {
+    for (set, terms) in probes.iter().zip(&query.probes) {
+        if cancelled() || timer.fired() {
+            return None;
+        }
+        // The values are substituted into the formulas (and simplified), so that a division by
+        // a probed variable is one by a constant, which the solver handles linearly; the
+        // equalities themselves are asserted too, for the model's values.
+        let pairs: Vec<(Int, Int)> = terms
+            .iter()
+            .filter_map(|t| match t {
+                Term::Eq(x, c) => match (&**x, &**c) {
+                    (Term::Var(n), Term::Int(k)) => match enc.var(n) {
+                        Some(Expr::Int(i)) => Some((i.clone(), Int::from_i64(*k))),
+                        _ => None,
+                    },
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let refs: Vec<(&Int, &Int)> = pairs.iter().map(|(a, b)| (a, b)).collect();
+        let solver = Engine::Fast.solver();
+        set_rlimit(&solver, (limits.rlimit / PROBE_SHARE).min(FAST_RLIMIT_CAP));
+        for a in assertions.iter().chain(assumptions).chain(preferred) {
+            solver.assert(&a.substitute(&refs).simplify());
+        }
+        for a in set {
+            solver.assert(a);
+        }
+        let started = Instant::now();
+        let result = solver.check();
+        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
+        if result == SatResult::Sat {
+            timer.disarm();
+            return Some(sat_answer(&solver, enc, query));
+        }
+    }
+    None
 }
 
 /// Share of `rlimit` for each precondition check (fast engine; an undecided one is skipped).
@@ -239,15 +321,22 @@ fn first_precondition(
         let Ok(c) = enc.bool(t) else { continue };
         let defs = enc.take_definitions();
         let solver = Engine::Fast.solver();
-        set_rlimit(
-            &solver,
-            (limits.rlimit / PRECONDITION_SHARE).min(FAST_RLIMIT_CAP),
-        );
+        // A query with probes divides by variables: Z3 rarely decides it with a precondition
+        // in the fast engine's small budget, and each attempt would take a quarter second.
+        let share = if query.probes.is_empty() {
+            PRECONDITION_SHARE
+        } else {
+            PRECONDITION_SHARE * 10
+        };
+        set_rlimit(&solver, (limits.rlimit / share).min(FAST_RLIMIT_CAP));
         for a in defs.iter().chain(assertions) {
             solver.assert(a);
         }
         solver.assert(&c);
-        if solver.check() == SatResult::Unsat {
+        let started = Instant::now();
+        let result = solver.check();
+        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
+        if result == SatResult::Unsat {
             return Some(i);
         }
     }
