@@ -11,7 +11,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use z3::ast::{Ast, Bool, Int};
+use z3::ast::Bool;
 use z3::{Params, SatResult, Solver};
 
 use crate::encode::{Encoder, Expr};
@@ -179,17 +179,6 @@ fn solve_inner(
             }
         })
         .collect();
-    // Probes are equalities of variables and constants; one that does not encode is dropped.
-    let probes: Vec<Vec<Bool>> = query
-        .probes
-        .iter()
-        .filter_map(|set| {
-            set.iter()
-                .map(|t| enc.bool(t))
-                .collect::<Result<Vec<_>, _>>()
-                .ok()
-        })
-        .collect();
     // The definitions of names the preferred constraints and assumptions introduced.
     // (first, like the others).
     let mut late = enc.take_definitions();
@@ -202,17 +191,7 @@ fn solve_inner(
     // constraints, the assumptions alone. An unsat query costs two checks, as without
     // assumptions. Every check uses a fresh solver object, never push/pop, so that no state
     // leaks between checks or queries.
-    let answer = match probe(
-        query,
-        limits,
-        cancelled,
-        timer,
-        &enc,
-        &assertions,
-        &assumptions,
-        &preferred,
-        &probes,
-    ) {
+    let answer = match probe(query, limits, cancelled, timer, &enc) {
         Some(found) => found,
         None => solve_levels(
             start,
@@ -248,47 +227,55 @@ fn solve_inner(
 const PROBE_SHARE: u64 = 50;
 
 /// The query's [`Query::probes`], each with the assumptions and the preferred constraints (a
-/// small witness), on a small budget: the first model
-/// found, if any (it satisfies the query and every assumption).
-#[allow(clippy::too_many_arguments)]
+/// small witness), on a small budget: the first model found, if any (it satisfies the query and
+/// every assumption). The probed values are substituted while the formulas are built, so that
+/// a division by a probed variable is one by a constant, which the solver handles linearly; the
+/// equalities themselves are asserted too, for the model's values.
 fn probe(
     query: &Query,
     limits: &Limits,
     cancelled: &dyn Fn() -> bool,
     timer: &Timer<'_>,
     enc: &Encoder,
-    assertions: &[Bool],
-    assumptions: &[Bool],
-    preferred: &[Bool],
-    probes: &[Vec<Bool>],
 ) -> Option<Answer> {
-    for (set, terms) in probes.iter().zip(&query.probes) {
+    for set in &query.probes {
         if cancelled() || timer.fired() {
             return None;
         }
-        // The values are substituted into the formulas (and simplified), so that a division by
-        // a probed variable is one by a constant, which the solver handles linearly; the
-        // equalities themselves are asserted too, for the model's values.
-        let pairs: Vec<(Int, Int)> = terms
+        let values: Vec<(String, i64)> = set
             .iter()
             .filter_map(|t| match t {
                 Term::Eq(x, c) => match (&**x, &**c) {
-                    (Term::Var(n), Term::Int(k)) => match enc.var(n) {
-                        Some(Expr::Int(i)) => Some((i.clone(), Int::from_i64(*k))),
-                        _ => None,
-                    },
+                    (Term::Var(n), Term::Int(k)) => Some((n.to_string(), *k)),
                     _ => None,
                 },
                 _ => None,
             })
             .collect();
-        let refs: Vec<(&Int, &Int)> = pairs.iter().map(|(a, b)| (a, b)).collect();
+        let fixed = Encoder::with_values(&query.vars, &values);
+        let mut formulas = Vec::new();
+        for t in query
+            .assertions
+            .iter()
+            .chain(&query.assumptions)
+            .chain(&query.preferred)
+        {
+            // A formula that does not encode makes the probe pointless (the normal checks say
+            // why); an assumption or preference that does not is dropped there too.
+            formulas.push(fixed.bool(t).ok()?);
+        }
+        let mut equalities = Vec::new();
+        for t in set {
+            equalities.push(enc.bool(t).ok()?);
+        }
         let solver = Engine::Fast.solver();
         set_rlimit(&solver, (limits.rlimit / PROBE_SHARE).min(FAST_RLIMIT_CAP));
-        for a in assertions.iter().chain(assumptions).chain(preferred) {
-            solver.assert(&a.substitute(&refs).simplify());
-        }
-        for a in set {
+        for a in fixed
+            .take_definitions()
+            .iter()
+            .chain(&formulas)
+            .chain(&equalities)
+        {
             solver.assert(a);
         }
         let started = Instant::now();
