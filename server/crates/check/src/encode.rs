@@ -502,22 +502,46 @@ impl<'a> Encoder<'a> {
             }
         }
         // A query that divides by a parameter: witnesses are tried first with every integer
-        // parameter 2, then 3 (the divisions are then by constants, which Z3 handles fast).
+        // parameter 2, then 3, then distinct values 2, 3, … in the order of their names and in
+        // the reverse order, then four mixes of 1 to 4 (a crop whose output is narrower than its
+        // input); the divisions are then by constants, which Z3 handles fast.
+        // Only the parameters that make the query nonlinear (divisors, factors of products of
+        // variables) are fixed: a bound such as `idx < nthreads` stays free.
+        let mut nonlinear = BTreeSet::new();
+        for a in &assertions {
+            nonlinear_vars(a, &mut nonlinear);
+        }
         let params: Vec<&String> = vars
             .iter()
-            .filter(|(n, s)| **s == Sort::Int && n.starts_with("param."))
+            .filter(|(n, s)| {
+                **s == Sort::Int && n.starts_with("param.") && nonlinear.contains(n.as_str())
+            })
             .map(|(n, _)| n)
             .collect();
         let probes = if !params.is_empty() && assertions.iter().any(divides_by_variable) {
-            [2, 3]
-                .iter()
-                .map(|k| {
-                    params
-                        .iter()
-                        .map(|n| eq(v((*n).clone()), int(*k)))
-                        .collect()
-                })
-                .collect()
+            let set = |value: &dyn Fn(usize) -> i64| -> Vec<Term> {
+                params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| eq(v((*n).clone()), int(value(i))))
+                    .collect()
+            };
+            let k = params.len();
+            let mut probes = vec![set(&|_| 2), set(&|_| 3)];
+            if k > 1 {
+                probes.push(set(&|i| 2 + i as i64));
+                probes.push(set(&|i| 1 + (k - i) as i64));
+                // Mixed small values (fixed per position, so that the same query gets the same
+                // probes): one parameter larger than another of the same role.
+                for j in 0..4u64 {
+                    probes.push(set(&|i| {
+                        let h = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                            ^ (j + 1).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+                        1 + (h >> 59) as i64 % 4
+                    }));
+                }
+            }
+            probes
         } else {
             Vec::new()
         };
@@ -554,6 +578,50 @@ pub struct Finished {
     /// The query's unknown values (canonical names): a witness that holds whatever they are
     /// does not depend on them.
     pub unknowns: BTreeSet<String>,
+}
+
+/// The variables of `t` in nonlinear positions: in a divisor, or in a factor of a product with
+/// two non-constant factors.
+fn nonlinear_vars(t: &Term, out: &mut BTreeSet<String>) {
+    let all = |x: &Term, out: &mut BTreeSet<String>| {
+        visit_vars(x, &mut |n| {
+            out.insert(n.to_string());
+        })
+    };
+    match t {
+        Term::Div(a, d) | Term::Rem(a, d) | Term::Mod(a, d) => {
+            if as_int(d).is_none() {
+                all(d, out);
+            }
+            nonlinear_vars(a, out);
+            nonlinear_vars(d, out);
+        }
+        Term::Mul(ts) => {
+            if ts.iter().filter(|x| as_int(x).is_none()).count() >= 2 {
+                ts.iter().for_each(|x| all(x, out));
+            }
+            ts.iter().for_each(|x| nonlinear_vars(x, out));
+        }
+        Term::Add(ts) | Term::And(ts) | Term::Or(ts) => {
+            ts.iter().for_each(|x| nonlinear_vars(x, out))
+        }
+        Term::Bit { args, .. } => args.iter().for_each(|x| nonlinear_vars(x, out)),
+        Term::Sub(x, y)
+        | Term::Eq(x, y)
+        | Term::Lt(x, y)
+        | Term::Le(x, y)
+        | Term::Implies(x, y) => {
+            nonlinear_vars(x, out);
+            nonlinear_vars(y, out);
+        }
+        Term::Neg(x) | Term::Not(x) => nonlinear_vars(x, out),
+        Term::Ite(c, x, y) => {
+            nonlinear_vars(c, out);
+            nonlinear_vars(x, out);
+            nonlinear_vars(y, out);
+        }
+        Term::Int(_) | Term::Bool(_) | Term::Var(_) => {}
+    }
 }
 
 /// Does `t` divide (or take a remainder) by a non-constant?
