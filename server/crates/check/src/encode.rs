@@ -518,7 +518,22 @@ impl<'a> Encoder<'a> {
             })
             .map(|(n, _)| n)
             .collect();
-        let probes = if !params.is_empty() && assertions.iter().any(divides_by_variable) {
+        let divides = assertions.iter().any(divides_by_variable);
+        let probes = if params.is_empty() {
+            Vec::new()
+        } else if !divides {
+            // Products of parameters and thread values only (`i * size + id`): Z3 usually
+            // decides those; two probes find the easy witnesses.
+            [2, 3]
+                .iter()
+                .map(|k| {
+                    params
+                        .iter()
+                        .map(|n| eq(v((*n).clone()), int(*k)))
+                        .collect()
+                })
+                .collect()
+        } else {
             let set = |value: &dyn Fn(usize) -> i64| -> Vec<Term> {
                 params
                     .iter()
@@ -534,16 +549,10 @@ impl<'a> Encoder<'a> {
                 // Mixed small values (fixed per position, so that the same query gets the same
                 // probes): one parameter larger than another of the same role.
                 for j in 0..4u64 {
-                    probes.push(set(&|i| {
-                        let h = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                            ^ (j + 1).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
-                        1 + (h >> 59) as i64 % 4
-                    }));
+                    probes.push(set(&|i| 1 + (mix(i as u64 * 8 + j) % 4) as i64));
                 }
             }
             probes
-        } else {
-            Vec::new()
         };
         let report: Vec<String> = vars.keys().cloned().collect();
         let extra = extra.iter().map(rn).collect();
@@ -578,6 +587,14 @@ pub struct Finished {
     /// The query's unknown values (canonical names): a witness that holds whatever they are
     /// does not depend on them.
     pub unknowns: BTreeSet<String>,
+}
+
+/// SplitMix64's finalizer: a fixed, well-spread function of `x` (for the probes' mixes).
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// The variables of `t` in nonlinear positions: in a divisor, or in a factor of a product with

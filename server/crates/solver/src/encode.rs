@@ -279,7 +279,7 @@ impl Encoder {
 }
 
 /// The operands of a term, in the order [`Encoder::build`] expects them.
-fn children(t: &Term) -> Vec<&Term> {
+pub(crate) fn children(t: &Term) -> Vec<&Term> {
     match t {
         Term::Int(_) | Term::Bool(_) | Term::Var(_) => vec![],
         Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => ts.iter().collect(),

@@ -301,6 +301,7 @@ fn first_precondition(
     enc: &Encoder,
     assertions: &[Bool],
 ) -> Option<usize> {
+    let divides = divides_by_variable(&query.assertions);
     for (i, t) in query.preconditions.iter().enumerate() {
         if stop() {
             return None;
@@ -308,12 +309,12 @@ fn first_precondition(
         let Ok(c) = enc.bool(t) else { continue };
         let defs = enc.take_definitions();
         let solver = Engine::Fast.solver();
-        // A query with probes divides by variables: Z3 rarely decides it with a precondition
-        // in the fast engine's small budget, and each attempt would take a quarter second.
-        let share = if query.probes.is_empty() {
-            PRECONDITION_SHARE
-        } else {
+        // A query that divides by a variable: Z3 rarely decides it with a precondition in the
+        // fast engine's small budget, and each attempt would take a quarter second.
+        let share = if divides {
             PRECONDITION_SHARE * 10
+        } else {
+            PRECONDITION_SHARE
         };
         set_rlimit(&solver, (limits.rlimit / share).min(FAST_RLIMIT_CAP));
         for a in defs.iter().chain(assertions) {
@@ -328,6 +329,21 @@ fn first_precondition(
         }
     }
     None
+}
+
+/// Does a formula divide (or take a remainder) by a non-constant? (An explicit stack: terms
+/// can be deeper than a thread's stack allows recursion for.)
+fn divides_by_variable(ts: &[Term]) -> bool {
+    let mut stack: Vec<&Term> = ts.iter().collect();
+    while let Some(t) = stack.pop() {
+        if let Term::Div(_, d) | Term::Rem(_, d) | Term::Mod(_, d) = t {
+            if !matches!(**d, Term::Int(_)) {
+                return true;
+            }
+        }
+        stack.extend(crate::encode::children(t));
+    }
+    false
 }
 
 /// The checks of [`solve_inner`] over the two engines (see the comment inside).
