@@ -8,6 +8,7 @@
 
 use crate::align::Inst;
 use crate::launch::{DimSpec, Launch};
+use crate::lemmas::{divmod_facts, equal_candidates, quotient_lemma, radix_lemmas};
 use crate::protocol::{var_key, Protocol};
 use crate::split::AccessPair;
 use crate::terms::*;
@@ -223,6 +224,7 @@ impl<'a> Encoder<'a> {
                 parts.extend(xor_involution(y, x));
                 parts.extend(row_lemmas(x, y));
             }
+            parts.extend(index_lemmas(&ia, &ib));
         }
         let lemmas = self.distinct_lemmas(scope, &parts);
         parts.extend(lemmas);
@@ -499,6 +501,49 @@ impl<'a> Encoder<'a> {
                 preferred.push(le(v(n.clone()), int(64)));
             }
         }
+        // A query that divides by a parameter: witnesses are tried first with every integer
+        // parameter 2, then 3, then distinct values 2, 3, … in the order of their names and in
+        // the reverse order, then four mixes of 1 to 4 (a crop whose output is narrower than its
+        // input); the divisions are then by constants, which Z3 handles fast.
+        // Only the parameters that make the query nonlinear (divisors, factors of products of
+        // variables) are fixed: a bound such as `idx < nthreads` stays free.
+        let mut nonlinear = BTreeSet::new();
+        for a in &assertions {
+            nonlinear_vars(a, &mut nonlinear);
+        }
+        let params: Vec<&String> = vars
+            .iter()
+            .filter(|(n, s)| {
+                **s == Sort::Int && n.starts_with("param.") && nonlinear.contains(n.as_str())
+            })
+            .map(|(n, _)| n)
+            .collect();
+        let divides = assertions.iter().any(divides_by_variable);
+        let probes = if params.is_empty() || !divides {
+            // (Not for products alone, `i * size + id`: Z3 usually finds those witnesses, and
+            // probes that fail cost 0.1 s each on cuda-convnet2's kRGBToYUV.)
+            Vec::new()
+        } else {
+            let set = |value: &dyn Fn(usize) -> i64| -> Vec<Term> {
+                params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| eq(v((*n).clone()), int(value(i))))
+                    .collect()
+            };
+            let k = params.len();
+            let mut probes = vec![set(&|_| 2), set(&|_| 3)];
+            if k > 1 {
+                probes.push(set(&|i| 2 + i as i64));
+                probes.push(set(&|i| 1 + (k - i) as i64));
+                // Mixed small values (fixed per position, so that the same query gets the same
+                // probes): one parameter larger than another of the same role.
+                for j in 0..4u64 {
+                    probes.push(set(&|i| 1 + (mix(i as u64 * 8 + j) % 4) as i64));
+                }
+            }
+            probes
+        };
         let report: Vec<String> = vars.keys().cloned().collect();
         let extra = extra.iter().map(rn).collect();
         let unknowns = unknown_names
@@ -512,6 +557,7 @@ impl<'a> Encoder<'a> {
                 preferred,
                 assumptions: vec![],
                 preconditions: vec![],
+                probes,
                 report,
             },
             reasons,
@@ -531,6 +577,81 @@ pub struct Finished {
     /// The query's unknown values (canonical names): a witness that holds whatever they are
     /// does not depend on them.
     pub unknowns: BTreeSet<String>,
+}
+
+/// SplitMix64's finalizer: a fixed, well-spread function of `x` (for the probes' mixes).
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The variables of `t` in nonlinear positions: in a divisor, or in a factor of a product with
+/// two non-constant factors.
+fn nonlinear_vars(t: &Term, out: &mut BTreeSet<String>) {
+    let all = |x: &Term, out: &mut BTreeSet<String>| {
+        visit_vars(x, &mut |n| {
+            out.insert(n.to_string());
+        })
+    };
+    match t {
+        Term::Div(a, d) | Term::Rem(a, d) | Term::Mod(a, d) => {
+            if as_int(d).is_none() {
+                all(d, out);
+            }
+            nonlinear_vars(a, out);
+            nonlinear_vars(d, out);
+        }
+        Term::Mul(ts) => {
+            if ts.iter().filter(|x| as_int(x).is_none()).count() >= 2 {
+                ts.iter().for_each(|x| all(x, out));
+            }
+            ts.iter().for_each(|x| nonlinear_vars(x, out));
+        }
+        Term::Add(ts) | Term::And(ts) | Term::Or(ts) => {
+            ts.iter().for_each(|x| nonlinear_vars(x, out))
+        }
+        Term::Bit { args, .. } => args.iter().for_each(|x| nonlinear_vars(x, out)),
+        Term::Sub(x, y)
+        | Term::Eq(x, y)
+        | Term::Lt(x, y)
+        | Term::Le(x, y)
+        | Term::Implies(x, y) => {
+            nonlinear_vars(x, out);
+            nonlinear_vars(y, out);
+        }
+        Term::Neg(x) | Term::Not(x) => nonlinear_vars(x, out),
+        Term::Ite(c, x, y) => {
+            nonlinear_vars(c, out);
+            nonlinear_vars(x, out);
+            nonlinear_vars(y, out);
+        }
+        Term::Int(_) | Term::Bool(_) | Term::Var(_) => {}
+    }
+}
+
+/// Does `t` divide (or take a remainder) by a non-constant?
+fn divides_by_variable(t: &Term) -> bool {
+    match t {
+        Term::Div(a, d) | Term::Rem(a, d) | Term::Mod(a, d) => {
+            as_int(d).is_none() || divides_by_variable(a) || divides_by_variable(d)
+        }
+        Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => {
+            ts.iter().any(divides_by_variable)
+        }
+        Term::Bit { args, .. } => args.iter().any(divides_by_variable),
+        Term::Sub(x, y)
+        | Term::Eq(x, y)
+        | Term::Lt(x, y)
+        | Term::Le(x, y)
+        | Term::Implies(x, y) => divides_by_variable(x) || divides_by_variable(y),
+        Term::Neg(x) | Term::Not(x) => divides_by_variable(x),
+        Term::Ite(c, x, y) => {
+            divides_by_variable(c) || divides_by_variable(x) || divides_by_variable(y)
+        }
+        Term::Int(_) | Term::Bool(_) | Term::Var(_) => false,
+    }
 }
 
 fn contains_product(t: &Term, a: &str, b: &str) -> bool {
@@ -709,6 +830,26 @@ fn split_rows(t: &Term) -> Vec<(Term, Term, Term)> {
             .unwrap_or(int(0));
         out.push((hi, m, rest));
     }
+    out
+}
+
+/// The facts of [`crate::lemmas`] for two threads' indices: mixed-radix digits of the indices
+/// and of the operands of their divisions, and quotient and remainder facts of the divisions.
+fn index_lemmas(ia: &[Term], ib: &[Term]) -> Vec<Term> {
+    let mut out = Vec::new();
+    for (x, y) in ia.iter().zip(ib) {
+        radix_lemmas(x, y, &mut out);
+        let mut pairs = Vec::new();
+        equal_candidates(x, y, &mut pairs);
+        for (p, q, d) in &pairs {
+            radix_lemmas(p, q, &mut out);
+            if let Some(d) = d {
+                out.push(quotient_lemma(p, q, d));
+            }
+        }
+    }
+    let terms: Vec<&Term> = ia.iter().chain(ib).collect();
+    divmod_facts(&terms, &mut out);
     out
 }
 

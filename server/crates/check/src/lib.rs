@@ -38,6 +38,7 @@ pub mod assumptions;
 pub mod divergence;
 pub mod encode;
 pub mod launch;
+mod lemmas;
 pub mod protocol;
 pub mod separable;
 pub mod split;

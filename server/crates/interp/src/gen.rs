@@ -381,6 +381,17 @@ impl Gen {
 
     fn global_write_index(&mut self) -> String {
         if self.disciplined && self.rng.chance(85) {
+            if self.rng.chance(20) {
+                // The global id taken apart by a parameter and put back together (mixed radix:
+                // one cell per thread).
+                return self
+                    .rng
+                    .pick(&[
+                        "gid / (n + 1) * (n + 1) + gid % (n + 1)",
+                        "gid % (n + 1) + (n + 1) * (gid / (n + 1))",
+                    ])
+                    .to_string();
+            }
             "gid".into()
         } else {
             self.global_index()
@@ -397,9 +408,15 @@ impl Gen {
             "gid + 1".into(),
             "gid ^ 1".into(),
             "gid / 2".into(),
+            // Digits by a parameter: recomposed (one cell per thread), one dropped (threads
+            // `n + 1` apart meet), or a row of width `n + 1` with the column from the id.
+            "gid / (n + 1) * (n + 1) + gid % (n + 1)".into(),
+            "gid / (n + 1) % 2 * (n + 1) + gid % (n + 1)".into(),
+            "blockIdx.x * (n + 1) + threadIdx.x % (n + 1)".into(),
         ];
         if let Some((var, _, _)) = self.loop_vars.last().cloned() {
             choices.push(format!("gid + {var}"));
+            choices.push(format!("{var} * (n + 1) + gid % (n + 1)"));
         }
         self.rng.pick(&choices).clone()
     }
@@ -836,6 +853,8 @@ mod tests {
             "tid ^ ",
             "(v & 63)",
             "g[gid] =",
+            "gid / (n + 1) * (n + 1) + gid % (n + 1)",
+            "% 2 * (n + 1)",
         ] {
             assert!(
                 all.contains(needle),

@@ -50,6 +50,18 @@ impl Encoder {
         }
     }
 
+    /// [`Encoder::new`], with the variables of `values` translated as those constants (the
+    /// formulas it builds are the query's with the values substituted).
+    pub(crate) fn with_values(decls: &BTreeMap<String, Sort>, values: &[(String, i64)]) -> Encoder {
+        let mut enc = Encoder::new(decls);
+        for (name, v) in values {
+            if let Some(e @ Expr::Int(_)) = enc.vars.get_mut(name) {
+                *e = Expr::Int(Int::from_i64(*v));
+            }
+        }
+        enc
+    }
+
     /// The definitions introduced so far by bitwise operators (see [`Encoder::bit_operand`]).
     /// Each one defines a fresh constant as a total function of its operand, so asserting it at
     /// the top level, whatever the polarity of the place where the operator occurs, keeps the
@@ -267,7 +279,7 @@ impl Encoder {
 }
 
 /// The operands of a term, in the order [`Encoder::build`] expects them.
-fn children(t: &Term) -> Vec<&Term> {
+pub(crate) fn children(t: &Term) -> Vec<&Term> {
     match t {
         Term::Int(_) | Term::Bool(_) | Term::Var(_) => vec![],
         Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => ts.iter().collect(),

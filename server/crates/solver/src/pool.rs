@@ -527,6 +527,7 @@ mod tests {
             preferred: vec![],
             assumptions: vec![],
             preconditions: vec![],
+            probes: vec![],
             report: vec!["x".to_string()],
         };
         let answer = pool.solve(q, Limits::default());

@@ -16,7 +16,7 @@ use z3::{Params, SatResult, Solver};
 
 use crate::encode::{Encoder, Expr};
 use crate::pool::RawContext;
-use crate::term::{Answer, Limits, Query};
+use crate::term::{Answer, Limits, Query, Term};
 
 /// Share of `rlimit` for the full engine's attempt with the `preferred` constraints. They only
 /// make the witness prettier, so the attempt gets a quarter; the unconstrained check that
@@ -191,17 +191,20 @@ fn solve_inner(
     // constraints, the assumptions alone. An unsat query costs two checks, as without
     // assumptions. Every check uses a fresh solver object, never push/pop, so that no state
     // leaks between checks or queries.
-    let answer = solve_levels(
-        start,
-        query,
-        limits,
-        cancelled,
-        timer,
-        &enc,
-        &assertions,
-        &assumptions,
-        &preferred,
-    );
+    let answer = match probe(query, limits, cancelled, timer, &enc) {
+        Some(found) => found,
+        None => solve_levels(
+            start,
+            query,
+            limits,
+            cancelled,
+            timer,
+            &enc,
+            &assertions,
+            &assumptions,
+            &preferred,
+        ),
+    };
     match answer {
         Answer::Sat(mut model) if !query.preconditions.is_empty() => {
             let out_of_time = || start.elapsed() >= budget;
@@ -220,6 +223,72 @@ fn solve_inner(
     }
 }
 
+/// Share of `rlimit` for each probe (fast engine, also capped by [`FAST_RLIMIT_CAP`]).
+const PROBE_SHARE: u64 = 50;
+
+/// The query's [`Query::probes`], each with the assumptions and the preferred constraints (a
+/// small witness), on a small budget: the first model found, if any (it satisfies the query and
+/// every assumption). The probed values are substituted while the formulas are built, so that
+/// a division by a probed variable is one by a constant, which the solver handles linearly; the
+/// equalities themselves are asserted too, for the model's values.
+fn probe(
+    query: &Query,
+    limits: &Limits,
+    cancelled: &dyn Fn() -> bool,
+    timer: &Timer<'_>,
+    enc: &Encoder,
+) -> Option<Answer> {
+    for set in &query.probes {
+        if cancelled() || timer.fired() {
+            return None;
+        }
+        let values: Vec<(String, i64)> = set
+            .iter()
+            .filter_map(|t| match t {
+                Term::Eq(x, c) => match (&**x, &**c) {
+                    (Term::Var(n), Term::Int(k)) => Some((n.to_string(), *k)),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let fixed = Encoder::with_values(&query.vars, &values);
+        let mut formulas = Vec::new();
+        for t in query
+            .assertions
+            .iter()
+            .chain(&query.assumptions)
+            .chain(&query.preferred)
+        {
+            // A formula that does not encode makes the probe pointless (the normal checks say
+            // why); an assumption or preference that does not is dropped there too.
+            formulas.push(fixed.bool(t).ok()?);
+        }
+        let mut equalities = Vec::new();
+        for t in set {
+            equalities.push(enc.bool(t).ok()?);
+        }
+        let solver = Engine::Fast.solver();
+        set_rlimit(&solver, (limits.rlimit / PROBE_SHARE).min(FAST_RLIMIT_CAP));
+        for a in fixed
+            .take_definitions()
+            .iter()
+            .chain(&formulas)
+            .chain(&equalities)
+        {
+            solver.assert(a);
+        }
+        let started = Instant::now();
+        let result = solver.check();
+        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
+        if result == SatResult::Sat {
+            timer.disarm();
+            return Some(sat_answer(&solver, enc, query));
+        }
+    }
+    None
+}
+
 /// Share of `rlimit` for each precondition check (fast engine; an undecided one is skipped).
 const PRECONDITION_SHARE: u64 = 20;
 
@@ -232,6 +301,7 @@ fn first_precondition(
     enc: &Encoder,
     assertions: &[Bool],
 ) -> Option<usize> {
+    let divides = divides_by_variable(&query.assertions);
     for (i, t) in query.preconditions.iter().enumerate() {
         if stop() {
             return None;
@@ -239,19 +309,41 @@ fn first_precondition(
         let Ok(c) = enc.bool(t) else { continue };
         let defs = enc.take_definitions();
         let solver = Engine::Fast.solver();
-        set_rlimit(
-            &solver,
-            (limits.rlimit / PRECONDITION_SHARE).min(FAST_RLIMIT_CAP),
-        );
+        // A query that divides by a variable: Z3 rarely decides it with a precondition in the
+        // fast engine's small budget, and each attempt would take a quarter second.
+        let share = if divides {
+            PRECONDITION_SHARE * 10
+        } else {
+            PRECONDITION_SHARE
+        };
+        set_rlimit(&solver, (limits.rlimit / share).min(FAST_RLIMIT_CAP));
         for a in defs.iter().chain(assertions) {
             solver.assert(a);
         }
         solver.assert(&c);
-        if solver.check() == SatResult::Unsat {
+        let started = Instant::now();
+        let result = solver.check();
+        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
+        if result == SatResult::Unsat {
             return Some(i);
         }
     }
     None
+}
+
+/// Does a formula divide (or take a remainder) by a non-constant? (An explicit stack: terms
+/// can be deeper than a thread's stack allows recursion for.)
+fn divides_by_variable(ts: &[Term]) -> bool {
+    let mut stack: Vec<&Term> = ts.iter().collect();
+    while let Some(t) = stack.pop() {
+        if let Term::Div(_, d) | Term::Rem(_, d) | Term::Mod(_, d) = t {
+            if !matches!(**d, Term::Int(_)) {
+                return true;
+            }
+        }
+        stack.extend(crate::encode::children(t));
+    }
+    false
 }
 
 /// The checks of [`solve_inner`] over the two engines (see the comment inside).

@@ -209,6 +209,13 @@ pub struct Query {
     /// as an extra assertion under a small budget, and the answer's model names the first under
     /// which the query is unsat ([`PRECONDITION_KEY`] → its index). Never changes the answer.
     pub preconditions: Vec<Term>,
+    /// Concrete values to try first for a nonlinear query (e.g. every size parameter `== 2`):
+    /// each set is asserted with the assumptions on a small budget before the normal checks,
+    /// and a model found is the answer (it is a model of the query that satisfies every
+    /// assumption). Z3 finds models of nonlinear division and remainder slowly, and with the
+    /// divisors fixed they are linear. Never changes sat vs unsat: an unsat or undecided probe
+    /// only means that the normal checks follow.
+    pub probes: Vec<Vec<Term>>,
     /// Variables whose values a `sat` answer reports.
     pub report: Vec<String>,
 }

@@ -35,6 +35,7 @@ pub fn query(ints: &[&str], assertions: Vec<Term>, report: &[&str]) -> Query {
         preferred: vec![],
         assumptions: vec![],
         preconditions: vec![],
+        probes: vec![],
         report: report.iter().map(|s| s.to_string()).collect(),
     }
 }

@@ -1,0 +1,431 @@
+//! Valid facts about index arithmetic that the encoder adds to a race query so that Z3 decides
+//! it by linear reasoning (products and quotients as opaque terms) instead of nonlinear search.
+//!
+//! Every fact here is a formula that holds for all integer values of its variables (a lemma,
+//! never an assumption): adding it changes no answer, only how fast Z3 finds it.
+//!
+//! - **Mixed-radix digits** ([`radix_lemmas`]): `x == hiX·M + loX`, `y == hiY·M + loY`;
+//!   `x == y ∧ 0 <= loX < M ∧ 0 <= loY < M ⇒ hiX == hiY ∧ loX == loY`, applied again to the
+//!   digits (`c·h·w + r·w + q` is `(c·h + r)·w + q`, then `c·h + r` is `c·h + r`), whether `M`
+//!   is a parameter, a launch size or a constant.
+//! - **Quotient and remainder** ([`divmod_facts`]): for C `a / d` and `a % d` with `a >= 0`,
+//!   `d >= 1`: `a == d·(a/d) + a%d`, `0 <= a%d < d`, `0 <= a/d <= a`; and the identities of
+//!   nested divisions that decompositions of a linear id into coordinates use:
+//!   `a/h/w == a/(h·w)`, `a%(h·w)/w == a/w%h`, `a%(h·w)%w == a%w`.
+//!
+//! The pairs a digit lemma is asked about are the two threads' indices and the operands of the
+//! divisions at the same place in both ([`equal_candidates`]): when the quotient and the
+//! remainder of `idA / w` and `idB / w` are equal, Z3 derives `idA == idB` from the quotient
+//! and remainder facts, and the digits of the linear id then give the same thread.
+
+use crate::terms::*;
+use cudarace_solver::Term;
+use std::sync::Arc;
+
+/// How deep [`radix_lemmas`] descends into digits, and how many lemmas one pair may get.
+const MAX_DEPTH: usize = 4;
+const MAX_LEMMAS: usize = 24;
+
+fn per_thread(t: &Term) -> bool {
+    mentions(t, &|v| v.starts_with("A.") || v.starts_with("B."))
+}
+
+/// One summand of a flattened sum: `coef · factors`.
+#[derive(Clone, Debug)]
+struct Mono {
+    coef: i64,
+    factors: Vec<Term>,
+}
+
+impl Mono {
+    fn term(&self) -> Term {
+        let prod = self.factors.iter().cloned().reduce(mul).unwrap_or(int(1));
+        match self.coef {
+            1 => prod,
+            -1 => Term::Neg(Arc::new(prod)),
+            c => mul(int(c), prod),
+        }
+    }
+}
+
+fn sum_of(ms: &[Mono]) -> Term {
+    ms.iter().map(Mono::term).reduce(add).unwrap_or(int(0))
+}
+
+/// Does `t` contain a C division or remainder?
+fn has_division(t: &Term) -> bool {
+    match t {
+        Term::Div(..) | Term::Rem(..) | Term::Mod(..) => true,
+        Term::Add(ts) | Term::Mul(ts) => ts.iter().any(has_division),
+        Term::Sub(a, b) => has_division(a) || has_division(b),
+        Term::Neg(a) => has_division(a),
+        _ => false,
+    }
+}
+
+/// `t` as a sum of monomials (`None` when a coefficient overflows).
+fn monos(t: &Term) -> Option<Vec<Mono>> {
+    fn go(t: &Term, sign: i64, out: &mut Vec<Mono>) -> Option<()> {
+        match t {
+            Term::Add(ts) => {
+                for x in ts.iter() {
+                    go(x, sign, out)?;
+                }
+            }
+            Term::Sub(a, b) => {
+                go(a, sign, out)?;
+                go(b, -sign, out)?;
+            }
+            Term::Neg(a) => go(a, -sign, out)?,
+            Term::Int(v) => out.push(Mono {
+                coef: v.checked_mul(sign)?,
+                factors: vec![],
+            }),
+            _ => {
+                let mut m = Mono {
+                    coef: sign,
+                    factors: vec![],
+                };
+                factors(t, &mut m)?;
+                out.push(m);
+            }
+        }
+        Some(())
+    }
+    fn factors(t: &Term, m: &mut Mono) -> Option<()> {
+        match t {
+            Term::Mul(ts) => {
+                for x in ts.iter() {
+                    factors(x, m)?;
+                }
+            }
+            Term::Int(v) => m.coef = m.coef.checked_mul(*v)?,
+            other => m.factors.push(other.clone()),
+        }
+        Some(())
+    }
+    let mut out = Vec::new();
+    go(t, 1, &mut out)?;
+    Some(out)
+}
+
+/// The radices of `ms`: thread-independent, non-constant factors of products with a per-thread
+/// part (constant radices are linear already: Z3 decides them without help).
+fn radices(ms: &[Mono], out: &mut Vec<Term>) {
+    for m in ms {
+        // Only a product with a per-thread part has a digit above the radix.
+        if !m.factors.iter().any(per_thread) {
+            continue;
+        }
+        for f in &m.factors {
+            if !per_thread(f) && as_int(f).is_none() && !out.contains(f) {
+                out.push(f.clone());
+            }
+        }
+    }
+}
+
+/// `(hi, lo)` with `t == hi·M + lo`: the summands with the factor `M` (divided by it) and the rest.
+fn split(ms: &[Mono], f: &Term) -> (Term, Term) {
+    let (mut hi, mut lo) = (Vec::new(), Vec::new());
+    for m in ms {
+        match m.factors.iter().position(|x| x == f) {
+            Some(i) => {
+                let mut m = m.clone();
+                m.factors.remove(i);
+                hi.push(m);
+            }
+            None => lo.push(m.clone()),
+        }
+    }
+    (sum_of(&hi), sum_of(&lo))
+}
+
+/// Mixed-radix injectivity for two threads' values `x` and `y` (see the module comment), for
+/// every radix `M` that multiplies a per-thread part of either, and again for the digits.
+pub fn radix_lemmas(x: &Term, y: &Term, out: &mut Vec<Term>) {
+    radix_rec(x, y, 0, out);
+}
+
+fn radix_rec(x: &Term, y: &Term, depth: usize, out: &mut Vec<Term>) {
+    if depth >= MAX_DEPTH || out.len() >= MAX_LEMMAS || x == y {
+        return;
+    }
+    let (Some(mx), Some(my)) = (monos(x), monos(y)) else {
+        return;
+    };
+    let mut rs = Vec::new();
+    radices(&mx, &mut rs);
+    radices(&my, &mut rs);
+    for r in rs {
+        if out.len() >= MAX_LEMMAS {
+            return;
+        }
+        let (hx, lx) = split(&mx, &r);
+        let (hy, ly) = split(&my, &r);
+        // A digit above the radix on each side that differs between the threads.
+        if hx == hy || (!per_thread(&hx) && !per_thread(&hy)) {
+            continue;
+        }
+        let m = r.clone();
+        // Both digits in `[0, |M|)`, or both in `(-|M|, 0]` (C remainders of a negative value):
+        // then they differ by less than `|M|`, and the digits are equal, for a radix of either
+        // sign.
+        // `0 <= l < |M|`, or also `-|M| < l <= 0` when a digit is a C remainder or quotient
+        // (which is negative for a negative dividend). The positive form alone when the digits
+        // are plain values: the negative one only adds case splits (a racy cuda-convnet2 kernel
+        // took four times as long with it).
+        let signed = has_division(&lx) || has_division(&ly);
+        let pos = |l: &Term| {
+            and(vec![
+                le(int(0), l.clone()),
+                or(vec![
+                    lt(l.clone(), m.clone()),
+                    lt(add(l.clone(), m.clone()), int(0)),
+                ]),
+            ])
+        };
+        let neg = |l: &Term| {
+            and(vec![
+                le(l.clone(), int(0)),
+                or(vec![
+                    lt(int(0), add(l.clone(), m.clone())),
+                    lt(m.clone(), l.clone()),
+                ]),
+            ])
+        };
+        let mut digits = vec![and(vec![pos(&lx), pos(&ly)])];
+        if signed {
+            digits.push(and(vec![neg(&lx), neg(&ly)]));
+        }
+        let pre = vec![eq(x.clone(), y.clone()), or(digits)];
+        let lemma = Term::implies(
+            and(pre),
+            and(vec![eq(hx.clone(), hy.clone()), eq(lx.clone(), ly.clone())]),
+        );
+        if out.contains(&lemma) {
+            continue;
+        }
+        out.push(lemma);
+        radix_rec(&hx, &hy, depth + 1, out);
+        radix_rec(&lx, &ly, depth + 1, out);
+    }
+}
+
+/// Pairs of thread A's and thread B's terms at the same place of `x` and `y` whose equality
+/// the query may imply: the operands of divisions and remainders by the same divisor (the
+/// linear id a kernel splits into coordinates). `x` and `y` themselves are not included.
+pub fn equal_candidates(x: &Term, y: &Term, out: &mut Vec<(Term, Term, Option<Term>)>) {
+    if x == y || out.len() >= 8 {
+        return;
+    }
+    match (x, y) {
+        (Term::Div(a, d), Term::Div(b, e))
+        | (Term::Rem(a, d), Term::Rem(b, e))
+        | (Term::Mod(a, d), Term::Mod(b, e))
+            if d == e =>
+        {
+            if a != b && !out.iter().any(|(p, q, _)| **a == *p && **b == *q) {
+                let c = matches!(x, Term::Div(..) | Term::Rem(..)).then(|| (**d).clone());
+                out.push(((**a).clone(), (**b).clone(), c));
+            }
+            equal_candidates(a, b, out);
+        }
+        (Term::Add(xs), Term::Add(ys)) | (Term::Mul(xs), Term::Mul(ys)) if xs.len() == ys.len() => {
+            for (a, b) in xs.iter().zip(ys.iter()) {
+                equal_candidates(a, b, out);
+            }
+        }
+        (Term::Sub(a, b), Term::Sub(c, d)) => {
+            equal_candidates(a, c, out);
+            equal_candidates(b, d, out);
+        }
+        (Term::Neg(a), Term::Neg(b)) => equal_candidates(a, b, out),
+        _ => {}
+    }
+}
+
+/// For two threads' operands `p`, `q` of divisions by the same `d` (see [`equal_candidates`]):
+/// `d != 0 ∧ p / d == q / d ∧ p % d == q % d ⇒ p == q` (valid: `p == d·(p/d) + p%d` in C).
+/// Stated on its own it spares Z3 relating the products `d·(p/d)` and `d·(q/d)`.
+pub fn quotient_lemma(p: &Term, q: &Term, d: &Term) -> Term {
+    Term::implies(
+        and(vec![
+            not(eq(d.clone(), int(0))),
+            eq(div(p.clone(), d.clone()), div(q.clone(), d.clone())),
+            eq(rem(p.clone(), d.clone()), rem(q.clone(), d.clone())),
+        ]),
+        eq(p.clone(), q.clone()),
+    )
+}
+
+/// Facts about the C divisions and remainders by a non-constant divisor in `terms` (see the
+/// module comment). Each holds for all values: C division truncates, so for `d != 0`
+/// `a == d·(a/d) + a%d` whatever the signs, the remainder of `a >= 0` is in `[0, |d|)`, and the
+/// nested identities hold for any non-zero divisors (magnitudes as for non-negative numbers,
+/// signs as the product of the operands' signs).
+pub fn divmod_facts(terms: &[&Term], out: &mut Vec<Term>) {
+    let mut seen: Vec<Term> = Vec::new();
+    for t in terms {
+        collect_divs(t, &mut seen);
+    }
+    let nz = |x: &Term| not(eq(x.clone(), int(0)));
+    let mut i = 0;
+    while i < seen.len() && out.len() < 64 {
+        let t = seen[i].clone();
+        i += 1;
+        let (Term::Div(a, d) | Term::Rem(a, d)) = &t else {
+            continue;
+        };
+        let (a, d) = ((**a).clone(), (**d).clone());
+        let q = div(a.clone(), d.clone());
+        let r = rem(a.clone(), d.clone());
+        push(
+            out,
+            Term::implies(
+                nz(&d),
+                eq(a.clone(), add(mul(d.clone(), q.clone()), r.clone())),
+            ),
+        );
+        // The remainder has the dividend's sign and is smaller than the divisor in magnitude;
+        // the quotient's sign is the product of the operands' signs.
+        let (pos, neg) = (
+            |x: &Term| le(int(0), x.clone()),
+            |x: &Term| le(x.clone(), int(0)),
+        );
+        let r_small = or(vec![
+            lt(r.clone(), d.clone()),
+            lt(add(r.clone(), d.clone()), int(0)),
+        ]);
+        let r_small_neg = or(vec![
+            lt(int(0), add(r.clone(), d.clone())),
+            lt(d.clone(), r.clone()),
+        ]);
+        push(
+            out,
+            Term::implies(and(vec![pos(&a), nz(&d)]), and(vec![pos(&r), r_small])),
+        );
+        push(
+            out,
+            Term::implies(and(vec![neg(&a), nz(&d)]), and(vec![neg(&r), r_small_neg])),
+        );
+        for (sa, sd, sq) in [
+            (true, true, true),
+            (true, false, false),
+            (false, true, false),
+            (false, false, true),
+        ] {
+            let sign = |x: &Term, p: bool| if p { pos(x) } else { neg(x) };
+            let dd = if sd {
+                le(int(1), d.clone())
+            } else {
+                le(d.clone(), int(-1))
+            };
+            push(
+                out,
+                Term::implies(and(vec![sign(&a, sa), dd]), sign(&q, sq)),
+            );
+        }
+        push(
+            out,
+            Term::implies(
+                and(vec![le(int(0), a.clone()), le(int(1), d.clone())]),
+                le(q.clone(), a.clone()),
+            ),
+        );
+        let mut derived = Vec::new();
+        match (&t, &a) {
+            // `a / h / w == a / (h·w)`.
+            (Term::Div(..), Term::Div(a2, h)) => {
+                let (a2, h) = ((**a2).clone(), (**h).clone());
+                let n = div(a2, mul(h.clone(), d.clone()));
+                push(
+                    out,
+                    Term::implies(and(vec![nz(&h), nz(&d)]), eq(t.clone(), n.clone())),
+                );
+                derived.push(n);
+            }
+            // `a / w % h == a % (w·h) / w`.
+            (Term::Rem(..), Term::Div(a2, w)) => {
+                let (a2, w) = ((**a2).clone(), (**w).clone());
+                let n = div(rem(a2, mul(w.clone(), d.clone())), w.clone());
+                push(
+                    out,
+                    Term::implies(and(vec![nz(&w), nz(&d)]), eq(t.clone(), n.clone())),
+                );
+                derived.push(n);
+            }
+            // `a % (h·w) / w == a / w % h` and `a % (h·w) % w == a % w`.
+            (_, Term::Rem(a2, p)) => {
+                if let Some(h) = cofactor(p, &d) {
+                    let a2 = (**a2).clone();
+                    let n = match &t {
+                        Term::Div(..) => rem(div(a2, d.clone()), h.clone()),
+                        _ => rem(a2, d.clone()),
+                    };
+                    push(
+                        out,
+                        Term::implies(and(vec![nz(&h), nz(&d)]), eq(t.clone(), n.clone())),
+                    );
+                    derived.push(n);
+                }
+            }
+            _ => {}
+        }
+        for n in derived {
+            collect_divs(&n, &mut seen);
+        }
+    }
+}
+
+fn push(out: &mut Vec<Term>, t: Term) {
+    if !out.contains(&t) {
+        out.push(t);
+    }
+}
+
+/// `p / f` when `p` is a product with the factor `f` (`h·w / w == h`).
+fn cofactor(p: &Term, f: &Term) -> Option<Term> {
+    let Term::Mul(fs) = p else { return None };
+    let i = fs.iter().position(|x| x == f)?;
+    let rest: Vec<Term> = fs
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| *j != i)
+        .map(|(_, x)| x.clone())
+        .collect();
+    rest.into_iter().reduce(mul)
+}
+
+/// C divisions and remainders by a non-constant divisor in `t`, innermost first.
+fn collect_divs(t: &Term, out: &mut Vec<Term>) {
+    match t {
+        Term::Div(a, d) | Term::Rem(a, d) => {
+            collect_divs(a, out);
+            collect_divs(d, out);
+            if as_int(d).is_none() && (per_thread(a) || per_thread(d)) && !out.contains(t) {
+                out.push(t.clone());
+            }
+        }
+        Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => {
+            ts.iter().for_each(|x| collect_divs(x, out))
+        }
+        Term::Bit { args, .. } => args.iter().for_each(|x| collect_divs(x, out)),
+        Term::Sub(a, b)
+        | Term::Mod(a, b)
+        | Term::Eq(a, b)
+        | Term::Lt(a, b)
+        | Term::Le(a, b)
+        | Term::Implies(a, b) => {
+            collect_divs(a, out);
+            collect_divs(b, out);
+        }
+        Term::Neg(a) | Term::Not(a) => collect_divs(a, out),
+        Term::Ite(c, a, b) => {
+            collect_divs(c, out);
+            collect_divs(a, out);
+            collect_divs(b, out);
+        }
+        Term::Int(_) | Term::Bool(_) | Term::Var(_) => {}
+    }
+}
