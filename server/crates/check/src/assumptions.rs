@@ -443,7 +443,7 @@ pub fn cell_assumptions(
 }
 
 /// Candidate preconditions over the integer parameters a query has and `free` allows (not one
-/// the launch sites fix), simplest first, with their source text: `p >= 1`, `p >= q`, `p == blockDim.x`, `p == gridDim.x`, `p % blockDim.x == 0`,
+/// the launch sites fix), simplest first, with their source text: `p >= 1`, `p == blockDim.x`, `p == gridDim.x`, `p >= q`, `p % blockDim.x == 0`,
 /// `p >= gridDim.x * blockDim.x`. At most [`MAX_PRECONDITIONS`].
 pub fn precondition_candidates(
     kernel: &Kernel,
@@ -471,16 +471,18 @@ pub fn precondition_candidates(
             out.push((le(int(1), v(p)), format!("{p} >= 1")));
         }
     }
+    // The launch relations before the pairs of parameters: a kernel sized for its launch
+    // (`n == blockDim.x`) is the common case, and only the first candidates are tried.
+    for (p, _) in &params {
+        out.push((eq(v(p), bx()), format!("{p} == blockDim.x")));
+        out.push((eq(v(p), gx()), format!("{p} == gridDim.x")));
+    }
     for (p, _) in &params {
         for (q, _) in &params {
             if p != q {
                 out.push((le(v(q), v(p)), format!("{p} >= {q}")));
             }
         }
-    }
-    for (p, _) in &params {
-        out.push((eq(v(p), bx()), format!("{p} == blockDim.x")));
-        out.push((eq(v(p), gx()), format!("{p} == gridDim.x")));
     }
     for (p, _) in &params {
         out.push((
@@ -511,7 +513,7 @@ pub fn negate_launch_precondition(pre: &str) -> Option<String> {
 }
 
 /// Candidate preconditions tried per race (each a small solver check, only for races found).
-pub const MAX_PRECONDITIONS: usize = 16;
+pub const MAX_PRECONDITIONS: usize = 12;
 
 /// `ld >= n` for every index `col + row * ld` of an access whose `col` the kernel compares with
 /// the parameter `n` (see the module documentation).
