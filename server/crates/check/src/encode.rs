@@ -518,7 +518,7 @@ impl<'a> Encoder<'a> {
             })
             .map(|(n, _)| n)
             .collect();
-        let divides = assertions.iter().any(divides_by_variable);
+        let divides = cudarace_solver::divides_by_variable(&assertions);
         let probes = if params.is_empty() || !divides {
             // (Not for products alone, `i * size + id`: Z3 usually finds those witnesses, and
             // probes that fail cost 0.1 s each on cuda-convnet2's kRGBToYUV.)
@@ -588,95 +588,39 @@ fn mix(x: u64) -> u64 {
 }
 
 /// The variables of `t` in nonlinear positions: in a divisor, or in a factor of a product with
-/// two non-constant factors.
+/// two non-constant factors. (An explicit stack: query terms can be deep.)
 fn nonlinear_vars(t: &Term, out: &mut BTreeSet<String>) {
-    let all = |x: &Term, out: &mut BTreeSet<String>| {
-        visit_vars(x, &mut |n| {
-            out.insert(n.to_string());
-        })
-    };
-    match t {
-        Term::Div(a, d) | Term::Rem(a, d) | Term::Mod(a, d) => {
-            if as_int(d).is_none() {
-                all(d, out);
+    let mut stack = vec![t];
+    while let Some(t) = stack.pop() {
+        let nonlinear: Vec<&Term> = match t {
+            Term::Div(_, d) | Term::Rem(_, d) | Term::Mod(_, d) if as_int(d).is_none() => {
+                vec![&**d]
             }
-            nonlinear_vars(a, out);
-            nonlinear_vars(d, out);
-        }
-        Term::Mul(ts) => {
-            if ts.iter().filter(|x| as_int(x).is_none()).count() >= 2 {
-                ts.iter().for_each(|x| all(x, out));
+            Term::Mul(ts) if ts.iter().filter(|x| as_int(x).is_none()).count() >= 2 => {
+                ts.iter().collect()
             }
-            ts.iter().for_each(|x| nonlinear_vars(x, out));
+            _ => vec![],
+        };
+        for x in nonlinear {
+            visit_vars(x, &mut |n| {
+                out.insert(n.to_string());
+            });
         }
-        Term::Add(ts) | Term::And(ts) | Term::Or(ts) => {
-            ts.iter().for_each(|x| nonlinear_vars(x, out))
-        }
-        Term::Bit { args, .. } => args.iter().for_each(|x| nonlinear_vars(x, out)),
-        Term::Sub(x, y)
-        | Term::Eq(x, y)
-        | Term::Lt(x, y)
-        | Term::Le(x, y)
-        | Term::Implies(x, y) => {
-            nonlinear_vars(x, out);
-            nonlinear_vars(y, out);
-        }
-        Term::Neg(x) | Term::Not(x) => nonlinear_vars(x, out),
-        Term::Ite(c, x, y) => {
-            nonlinear_vars(c, out);
-            nonlinear_vars(x, out);
-            nonlinear_vars(y, out);
-        }
-        Term::Int(_) | Term::Bool(_) | Term::Var(_) => {}
+        stack.extend(t.children());
     }
 }
 
 /// Does `t` have at most `budget` nodes (counted with repetitions)? Stops counting early.
-fn within(t: &Term, budget: &mut usize) -> bool {
-    if *budget == 0 {
-        return false;
+fn within(t: &Term, mut budget: usize) -> bool {
+    let mut stack = vec![t];
+    while let Some(t) = stack.pop() {
+        if budget == 0 {
+            return false;
+        }
+        budget -= 1;
+        stack.extend(t.children());
     }
-    *budget -= 1;
-    match t {
-        Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => {
-            ts.iter().all(|x| within(x, budget))
-        }
-        Term::Bit { args, .. } => args.iter().all(|x| within(x, budget)),
-        Term::Sub(x, y)
-        | Term::Div(x, y)
-        | Term::Rem(x, y)
-        | Term::Mod(x, y)
-        | Term::Eq(x, y)
-        | Term::Lt(x, y)
-        | Term::Le(x, y)
-        | Term::Implies(x, y) => within(x, budget) && within(y, budget),
-        Term::Neg(x) | Term::Not(x) => within(x, budget),
-        Term::Ite(c, x, y) => within(c, budget) && within(x, budget) && within(y, budget),
-        Term::Int(_) | Term::Bool(_) | Term::Var(_) => true,
-    }
-}
-
-/// Does `t` divide (or take a remainder) by a non-constant?
-fn divides_by_variable(t: &Term) -> bool {
-    match t {
-        Term::Div(a, d) | Term::Rem(a, d) | Term::Mod(a, d) => {
-            as_int(d).is_none() || divides_by_variable(a) || divides_by_variable(d)
-        }
-        Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => {
-            ts.iter().any(divides_by_variable)
-        }
-        Term::Bit { args, .. } => args.iter().any(divides_by_variable),
-        Term::Sub(x, y)
-        | Term::Eq(x, y)
-        | Term::Lt(x, y)
-        | Term::Le(x, y)
-        | Term::Implies(x, y) => divides_by_variable(x) || divides_by_variable(y),
-        Term::Neg(x) | Term::Not(x) => divides_by_variable(x),
-        Term::Ite(c, x, y) => {
-            divides_by_variable(c) || divides_by_variable(x) || divides_by_variable(y)
-        }
-        Term::Int(_) | Term::Bool(_) | Term::Var(_) => false,
-    }
+    true
 }
 
 fn contains_product(t: &Term, a: &str, b: &str) -> bool {
@@ -864,7 +808,7 @@ fn index_lemmas(ia: &[Term], ib: &[Term]) -> Vec<Term> {
     // Huge indices (chains of unsigned wrap-arounds, hundreds of nodes) are left alone: the
     // facts would cost more to build and hash than they save (LBPM's D3Q19 kernels, 300-node
     // indices: 0.7 s -> 2 s per kernel with them).
-    if ia.iter().chain(ib).any(|t| !within(t, &mut 200)) {
+    if ia.iter().chain(ib).any(|t| !within(t, 200)) {
         return Vec::new();
     }
     let mut out = Vec::new();

@@ -120,12 +120,12 @@ impl Encoder {
                     if depth > MAX_DEPTH {
                         return Err(format!("formula nested deeper than {MAX_DEPTH} levels"));
                     }
-                    let kids = children(t);
+                    let kids = t.children();
                     work.push(Step::Build(t));
                     work.extend(kids.into_iter().rev().map(|k| Step::Visit(k, depth + 1)));
                 }
                 Step::Build(t) => {
-                    let n = children(t).len();
+                    let n = t.children().len();
                     let args = done.split_off(done.len().saturating_sub(n));
                     done.push(self.build(t, args)?);
                 }
@@ -137,7 +137,7 @@ impl Encoder {
         }
     }
 
-    /// Builds the Z3 expression of `t` from the translations of its [`children`], in order.
+    /// Builds the Z3 expression of `t` from the translations of its [`Term::children`], in order.
     fn build(&self, t: &Term, args: Vec<Expr>) -> Result<Expr, String> {
         let ints = |args: Vec<Expr>| -> Result<Vec<Int>, String> {
             args.into_iter()
@@ -275,25 +275,6 @@ impl Encoder {
                 }
             }
         })
-    }
-}
-
-/// The operands of a term, in the order [`Encoder::build`] expects them.
-pub(crate) fn children(t: &Term) -> Vec<&Term> {
-    match t {
-        Term::Int(_) | Term::Bool(_) | Term::Var(_) => vec![],
-        Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => ts.iter().collect(),
-        Term::Bit { args, .. } => args.iter().collect(),
-        Term::Neg(a) | Term::Not(a) => vec![&**a],
-        Term::Sub(a, b)
-        | Term::Div(a, b)
-        | Term::Rem(a, b)
-        | Term::Mod(a, b)
-        | Term::Eq(a, b)
-        | Term::Lt(a, b)
-        | Term::Le(a, b)
-        | Term::Implies(a, b) => vec![&**a, &**b],
-        Term::Ite(c, a, b) => vec![&**c, &**a, &**b],
     }
 }
 

@@ -303,7 +303,7 @@ fn first_precondition(
     enc: &Encoder,
     assertions: &[Bool],
 ) -> Option<usize> {
-    let divides = divides_by_variable(&query.assertions);
+    let divides = crate::term::divides_by_variable(&query.assertions);
     for (i, t) in query.preconditions.iter().enumerate() {
         if stop() {
             return None;
@@ -331,21 +331,6 @@ fn first_precondition(
         }
     }
     None
-}
-
-/// Does a formula divide (or take a remainder) by a non-constant? (An explicit stack: terms
-/// can be deeper than a thread's stack allows recursion for.)
-fn divides_by_variable(ts: &[Term]) -> bool {
-    let mut stack: Vec<&Term> = ts.iter().collect();
-    while let Some(t) = stack.pop() {
-        if let Term::Div(_, d) | Term::Rem(_, d) | Term::Mod(_, d) = t {
-            if !matches!(**d, Term::Int(_)) {
-                return true;
-            }
-        }
-        stack.extend(crate::encode::children(t));
-    }
-    false
 }
 
 /// The checks of [`solve_inner`] over the two engines (see the comment inside).

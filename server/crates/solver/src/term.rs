@@ -64,6 +64,42 @@ impl Drop for Term {
     }
 }
 
+impl Term {
+    /// The operands of a term, in order (what the encoder builds it from).
+    pub fn children(&self) -> Vec<&Term> {
+        match self {
+            Term::Int(_) | Term::Bool(_) | Term::Var(_) => vec![],
+            Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => ts.iter().collect(),
+            Term::Bit { args, .. } => args.iter().collect(),
+            Term::Neg(a) | Term::Not(a) => vec![&**a],
+            Term::Sub(a, b)
+            | Term::Div(a, b)
+            | Term::Rem(a, b)
+            | Term::Mod(a, b)
+            | Term::Eq(a, b)
+            | Term::Lt(a, b)
+            | Term::Le(a, b)
+            | Term::Implies(a, b) => vec![&**a, &**b],
+            Term::Ite(c, a, b) => vec![&**c, &**a, &**b],
+        }
+    }
+}
+
+/// Does a formula divide (or take a remainder) by a non-constant? (An explicit stack: terms
+/// can be deeper than a thread's stack allows recursion for.)
+pub fn divides_by_variable(ts: &[Term]) -> bool {
+    let mut stack: Vec<&Term> = ts.iter().collect();
+    while let Some(t) = stack.pop() {
+        if let Term::Div(_, d) | Term::Rem(_, d) | Term::Mod(_, d) = t {
+            if !matches!(**d, Term::Int(_)) {
+                return true;
+            }
+        }
+        stack.extend(t.children());
+    }
+    false
+}
+
 fn is_composite(t: &Term) -> bool {
     !matches!(t, Term::Int(_) | Term::Bool(_) | Term::Var(_))
 }
