@@ -32,7 +32,7 @@
 //!   `step >= gridDim.x * blockDim.x`, `n % blockDim.x == 0`): the host that launches it is
 //!   elsewhere (another file, Python) and sizes the launch from the same values.
 //!   Unlike the others it is applied after the solve, to the precondition found (see
-//!   [`negate_launch_precondition`]).
+//!   [`Precondition::unless_launch`]).
 
 use crate::encode::Encoder;
 use crate::terms::*;
@@ -442,14 +442,27 @@ pub fn cell_assumptions(
     out
 }
 
+/// A candidate precondition, as the finding states it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Precondition {
+    /// `n == blockDim.x`: what the message says makes the race go away.
+    pub text: String,
+    /// The parameter it constrains (`n`).
+    pub subject: String,
+    /// For a relation to the launch, the condition the race needs when it is broken
+    /// (`n != blockDim.x`; see `launch-shape-without-launch`).
+    pub unless_launch: Option<String>,
+}
+
 /// Candidate preconditions over the integer parameters a query has and `free` allows (not one
-/// the launch sites fix), simplest first, with their source text: `p >= 1`, `p == blockDim.x`, `p == gridDim.x`, `p >= q`, `p % blockDim.x == 0`,
-/// `p >= gridDim.x * blockDim.x`. At most [`MAX_PRECONDITIONS`].
+/// the launch sites fix), simplest first: `p >= 1`, `p == blockDim.x`, `p == gridDim.x`,
+/// `p >= q`, `p % blockDim.x == 0`, `p >= gridDim.x * blockDim.x`. At most
+/// [`MAX_PRECONDITIONS`].
 pub fn precondition_candidates(
     kernel: &Kernel,
     vars: &BTreeMap<String, cudarace_solver::Sort>,
     free: &dyn Fn(&str) -> bool,
-) -> Vec<(Term, String)> {
+) -> Vec<(Term, Precondition)> {
     let params: Vec<(&str, bool)> = kernel
         .params
         .iter()
@@ -465,51 +478,54 @@ pub fn precondition_candidates(
     let v = |name: &str| Term::Var(format!("param.{name}").into());
     let bx = || Term::var("blockDim.x");
     let gx = || Term::var("gridDim.x");
+    let pre = |p: &str, text: String, unless: Option<String>| Precondition {
+        text,
+        subject: p.to_string(),
+        unless_launch: unless,
+    };
     let mut out = Vec::new();
     for (p, signed) in &params {
         if *signed {
-            out.push((le(int(1), v(p)), format!("{p} >= 1")));
+            out.push((le(int(1), v(p)), pre(p, format!("{p} >= 1"), None)));
         }
     }
     // The launch relations before the pairs of parameters: a kernel sized for its launch
     // (`n == blockDim.x`) is the common case, and only the first candidates are tried.
     for (p, _) in &params {
-        out.push((eq(v(p), bx()), format!("{p} == blockDim.x")));
-        out.push((eq(v(p), gx()), format!("{p} == gridDim.x")));
+        for (size, t) in [("blockDim.x", bx()), ("gridDim.x", gx())] {
+            out.push((
+                eq(v(p), t),
+                pre(p, format!("{p} == {size}"), Some(format!("{p} != {size}"))),
+            ));
+        }
     }
     for (p, _) in &params {
         for (q, _) in &params {
             if p != q {
-                out.push((le(v(q), v(p)), format!("{p} >= {q}")));
+                out.push((le(v(q), v(p)), pre(p, format!("{p} >= {q}"), None)));
             }
         }
     }
     for (p, _) in &params {
         out.push((
             eq(modulo(v(p), bx()), int(0)),
-            format!("{p} % blockDim.x == 0"),
+            pre(
+                p,
+                format!("{p} % blockDim.x == 0"),
+                Some(format!("{p} % blockDim.x != 0")),
+            ),
         ));
         out.push((
             le(mul(gx(), bx()), v(p)),
-            format!("{p} >= gridDim.x * blockDim.x"),
+            pre(
+                p,
+                format!("{p} >= gridDim.x * blockDim.x"),
+                Some(format!("{p} < gridDim.x * blockDim.x")),
+            ),
         ));
     }
     out.truncate(MAX_PRECONDITIONS);
     out
-}
-
-/// The condition of a race whose precondition ties a parameter to the launch
-/// (`n == blockDim.x` → `n != blockDim.x`); `None` for one that does not mention the launch.
-pub fn negate_launch_precondition(pre: &str) -> Option<String> {
-    if !(pre.contains("blockDim.") || pre.contains("gridDim.")) {
-        return None;
-    }
-    for (op, neg) in [(" == ", " != "), (" >= ", " < ")] {
-        if let Some(i) = pre.rfind(op) {
-            return Some(format!("{}{neg}{}", &pre[..i], &pre[i + op.len()..]));
-        }
-    }
-    None
 }
 
 /// Candidate preconditions tried per race (each a small solver check, only for races found).

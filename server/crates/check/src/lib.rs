@@ -142,8 +142,8 @@ enum Item {
         /// What breaking each plausibility assumption of the query means (same order as the
         /// query's `assumptions`).
         assumed: Vec<(Term, assumptions::Broken)>,
-        /// The text of each of the query's candidate preconditions (same order).
-        precondition_texts: Vec<String>,
+        /// The query's candidate preconditions (same order).
+        preconditions: Vec<assumptions::Precondition>,
         /// When the kernel is never launched in the file and `launch-shape-without-launch` is
         /// on: its shape parameters (strides, steps, divisors: not mere bounds), a precondition
         /// on one of which that ties it to the launch makes the race conditional.
@@ -462,15 +462,15 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         let renamed_assumptions: Vec<Term> = extra.split_off(extra_len.min(extra.len()));
         // Candidate preconditions for a race that depends on no unknown value (a possible one
         // would not be removed by a relation between parameters).
-        let mut precondition_texts = Vec::new();
+        let mut preconditions = Vec::new();
         if unknowns.is_empty() && with_preconditions < MAX_PRECONDITION_QUERIES {
             with_preconditions += 1;
             // A parameter every launch site gives a value is not free to relate: a
             // precondition on it would contradict the sites and hold vacuously.
             let free = |name: &str| !launch.binds_everywhere(name, true);
-            for (t, text) in assumptions::precondition_candidates(kernel, &q.vars, &free) {
+            for (t, pre) in assumptions::precondition_candidates(kernel, &q.vars, &free) {
                 q.preconditions.push(t);
-                precondition_texts.push(text);
+                preconditions.push(pre);
             }
         }
         // Only assumptions about values the query has (a parameter the pair never mentions
@@ -527,7 +527,7 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             cells: witness_cells,
             same_value,
             assumed,
-            precondition_texts,
+            preconditions,
             shape_params: shape_params.clone(),
             warp_synchronous: !p.has_warp_sync && kernel.volatile_arrays.contains(&xa.array),
             may_sync: match &meeting {
@@ -626,7 +626,7 @@ fn race_finding(
         cells,
         same_value,
         assumed,
-        precondition_texts,
+        preconditions,
         shape_params,
         warp_synchronous,
         may_sync: call_note,
@@ -711,24 +711,18 @@ fn race_finding(
     }
     let precondition = model
         .get(cudarace_solver::PRECONDITION_KEY)
-        .and_then(|i| precondition_texts.get(usize::try_from(*i).ok()?))
-        .cloned();
+        .and_then(|i| preconditions.get(usize::try_from(*i).ok()?));
     // A kernel launched elsewhere (another file, Python) is launched in the shape its race-free
     // precondition names when that ties a parameter to the launch: the host sizes both from
     // the same values.
     let mut condition = condition;
     // Only for a shape parameter: `n == blockDim.x` for a mere bound `i < n` holds by
     // shrinking the data to one block, not by launching the kernel as it is written for.
-    let on_shape = precondition.as_deref().is_some_and(|p| {
-        let subject = p.split_whitespace().next().unwrap_or_default();
-        shape_params.iter().any(|s| s == subject)
-    });
+    let on_shape = precondition.is_some_and(|p| shape_params.contains(&p.subject));
     if let (true, Confidence::Definite, Some(c)) = (
         on_shape,
         confidence,
-        precondition
-            .as_deref()
-            .and_then(assumptions::negate_launch_precondition),
+        precondition.and_then(|p| p.unless_launch.as_ref()),
     ) {
         let c = format!("only if {c}");
         confidence = Confidence::Conditional;
@@ -738,6 +732,7 @@ fn race_finding(
         message.push_str(&format!(" ({c})"));
         condition = Some(c);
     }
+    let precondition = precondition.map(|p| p.text.clone());
     if let Some(p) = &precondition {
         message.push_str(&format!("; race-free if {p}"));
     }
