@@ -374,7 +374,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     /// The constructor call of a declaration: inlined when possible, else opaque (and the
     /// object's members unknown).
     #[allow(clippy::too_many_arguments)]
-    fn construct_or_opaque(
+    pub fn construct_or_opaque(
         &mut self,
         class: &str,
         var: &str,

@@ -853,6 +853,20 @@ impl<'a, 't> Lowerer<'a, 't> {
                     if let Some(i) = init {
                         self.expr_discard(i);
                     }
+                    // Each element is built by the class's default constructor: run once here,
+                    // inlined when it can be (its effect on other memory is the same for every
+                    // element), else an opaque call. The elements' own members stay private.
+                    if self.class_with_constructor(&ty_text) {
+                        let span = self.span(decl);
+                        let key = (self.src.file, decl.start_byte());
+                        match self.class_of(&ty_text) {
+                            Some(class) => {
+                                let label = format!("{name}[…]");
+                                self.construct_or_opaque(&class, &label, key, &[], decl, span);
+                            }
+                            None => self.constructor_call(&ty_text, &[], span),
+                        }
+                    }
                     let b = match self.class_of(&ty_text) {
                         Some(class) => Binding::PrivateObjects(class.into()),
                         None => Binding::Private,
