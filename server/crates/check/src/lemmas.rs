@@ -399,33 +399,12 @@ fn cofactor(p: &Term, f: &Term) -> Option<Term> {
 
 /// C divisions and remainders by a non-constant divisor in `t`, innermost first.
 fn collect_divs(t: &Term, out: &mut Vec<Term>) {
-    match t {
-        Term::Div(a, d) | Term::Rem(a, d) => {
-            collect_divs(a, out);
-            collect_divs(d, out);
-            if as_int(d).is_none() && (per_thread(a) || per_thread(d)) && !out.contains(t) {
-                out.push(t.clone());
-            }
+    for x in t.children() {
+        collect_divs(x, out);
+    }
+    if let Term::Div(a, d) | Term::Rem(a, d) = t {
+        if as_int(d).is_none() && (per_thread(a) || per_thread(d)) && !out.contains(t) {
+            out.push(t.clone());
         }
-        Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => {
-            ts.iter().for_each(|x| collect_divs(x, out))
-        }
-        Term::Bit { args, .. } => args.iter().for_each(|x| collect_divs(x, out)),
-        Term::Sub(a, b)
-        | Term::Mod(a, b)
-        | Term::Eq(a, b)
-        | Term::Lt(a, b)
-        | Term::Le(a, b)
-        | Term::Implies(a, b) => {
-            collect_divs(a, out);
-            collect_divs(b, out);
-        }
-        Term::Neg(a) | Term::Not(a) => collect_divs(a, out),
-        Term::Ite(c, a, b) => {
-            collect_divs(c, out);
-            collect_divs(a, out);
-            collect_divs(b, out);
-        }
-        Term::Int(_) | Term::Bool(_) | Term::Var(_) => {}
     }
 }

@@ -352,30 +352,14 @@ pub fn collect_vars(t: &Term, out: &mut BTreeSet<String>) {
 
 /// Visit variables in a deterministic (left-to-right, depth-first) order.
 pub fn visit_vars(t: &Term, f: &mut dyn FnMut(&str)) {
-    match t {
-        Term::Int(_) | Term::Bool(_) => {}
-        Term::Var(v) => f(v),
-        Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => {
-            ts.iter().for_each(|x| visit_vars(x, f))
+    // An explicit stack (query terms can be deep), operands pushed last-first so that they are
+    // visited in order.
+    let mut stack = vec![t];
+    while let Some(t) = stack.pop() {
+        if let Term::Var(v) = t {
+            f(v);
         }
-        Term::Bit { args, .. } => args.iter().for_each(|x| visit_vars(x, f)),
-        Term::Sub(a, b)
-        | Term::Div(a, b)
-        | Term::Rem(a, b)
-        | Term::Mod(a, b)
-        | Term::Eq(a, b)
-        | Term::Lt(a, b)
-        | Term::Le(a, b)
-        | Term::Implies(a, b) => {
-            visit_vars(a, f);
-            visit_vars(b, f)
-        }
-        Term::Neg(a) | Term::Not(a) => visit_vars(a, f),
-        Term::Ite(c, a, b) => {
-            visit_vars(c, f);
-            visit_vars(a, f);
-            visit_vars(b, f)
-        }
+        stack.extend(t.children().into_iter().rev());
     }
 }
 

@@ -26,22 +26,7 @@ fn term_size_exceeds(t: &Term, limit: usize) -> bool {
             return true;
         }
         *budget -= 1;
-        let kids: Vec<&Term> = match t {
-            Term::Int(_) | Term::Bool(_) | Term::Var(_) => vec![],
-            Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => ts.iter().collect(),
-            Term::Bit { args, .. } => args.iter().collect(),
-            Term::Sub(a, b)
-            | Term::Div(a, b)
-            | Term::Rem(a, b)
-            | Term::Mod(a, b)
-            | Term::Eq(a, b)
-            | Term::Lt(a, b)
-            | Term::Le(a, b)
-            | Term::Implies(a, b) => vec![a, b],
-            Term::Neg(a) | Term::Not(a) => vec![a],
-            Term::Ite(c, a, b) => vec![c, a, b],
-        };
-        kids.into_iter().any(|k| count(k, budget))
+        t.children().into_iter().any(|k| count(k, budget))
     }
     let mut budget = limit;
     count(t, &mut budget)
