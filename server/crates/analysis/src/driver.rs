@@ -6,7 +6,7 @@ use crate::config::{kernel_check_options, Config};
 use crate::crash;
 use crate::report::FileReport;
 use crate::suppress;
-use cudarace_check::{finish_kernel, plan_kernel, CheckOptions};
+use cudarace_check::{finish_kernel, plan_kernel_until, CheckOptions};
 use cudarace_ir::{FileIr, Kernel, KernelReport, SourceFile, Verdict};
 use cudarace_solver::{Answer, CancelToken, Query, SolverPool};
 use cudarace_syntax::{lower_source, FrontendOptions};
@@ -27,7 +27,7 @@ pub struct Budget {
     /// Wall-clock time for all kernels of one file: a kernel still being checked then is
     /// `unknown` ("the file's time budget ran out"), and every kernel after it gets 100 ms
     /// (2 s past the budget in all), so that no file holds its user hostage. Counted from the
-    /// first kernel's check.
+    /// start of the file's analysis (reading it included); planning a kernel counts too.
     pub file_time: Duration,
     /// What each kernel checked after the file's budget is spent still gets.
     pub late_kernel_slice: Duration,
@@ -81,6 +81,8 @@ pub fn analyze_source(
     pool: &SolverPool,
 ) -> FileReport {
     let _checking = crash::checking_file(path);
+    // The file's budget counts from here: reading host code (launch sites) is part of it.
+    let file_deadline = Instant::now() + opts.budget.file_time;
     let mut ir = match guarded(|| lower_source(path, text, &opts.frontend)) {
         Ok(ir) => ir,
         Err(message) => {
@@ -99,7 +101,7 @@ pub fn analyze_source(
     if let Some(index) = &opts.launch_index {
         index.add_sites_from_other_files(&mut ir);
     }
-    let kernels = analyze_ir(&ir, opts, pool);
+    let kernels = analyze_ir_until(&ir, opts, pool, file_deadline);
     let assessment = suppress::assess(&ir.files, &kernels, &opts.config, opts.kernel.is_none());
     FileReport {
         path: path.map(Path::to_path_buf),
@@ -115,7 +117,16 @@ pub fn analyze_source(
 
 /// Checks the kernels of a lowered file (those selected by [`Options::kernel`]), in file order.
 pub fn analyze_ir(ir: &FileIr, opts: &Options, pool: &SolverPool) -> Vec<KernelReport> {
-    let file_deadline = Instant::now() + opts.budget.file_time;
+    analyze_ir_until(ir, opts, pool, Instant::now() + opts.budget.file_time)
+}
+
+/// [`analyze_ir`] with the file's deadline given (see [`Budget::file_time`]).
+fn analyze_ir_until(
+    ir: &FileIr,
+    opts: &Options,
+    pool: &SolverPool,
+    file_deadline: Instant,
+) -> Vec<KernelReport> {
     ir.kernels
         .iter()
         .filter(|k| {
@@ -150,15 +161,6 @@ pub fn analyze_kernel_until(
     let _span = tracing::debug_span!("kernel", name = %kernel.name).entered();
     let _checking = crash::checking_kernel(&kernel.name);
     let check = kernel_check_options(opts, kernel);
-    let plan = match guarded(|| {
-        crash::debug_crash(&kernel.name);
-        plan_kernel(ir, kernel, &check)
-    }) {
-        Ok(plan) => plan,
-        Err(message) => return internal_error(kernel, message, elapsed_ms(), 0),
-    };
-    let queries = plan.queries.len();
-    tracing::debug!(queries, "planned");
     let kernel_deadline = started + opts.budget.kernel_time;
     // Past the file's deadline a kernel still gets a short slice (most kernels are decided in
     // milliseconds: one slow kernel should not leave every later one unknown), up to a cap.
@@ -171,6 +173,20 @@ pub fn analyze_kernel_until(
         Some(f) if f < kernel_deadline => (f, Spent::File),
         _ => (kernel_deadline, Spent::Kernel),
     };
+    // Planning (symbolic execution, encoding) counts against the same budget as solving.
+    let plan = match guarded(|| {
+        crash::debug_crash(&kernel.name);
+        plan_kernel_until(ir, kernel, &check, &|| Instant::now() >= deadline)
+    }) {
+        Ok(plan) => plan,
+        Err(message) => return internal_error(kernel, message, elapsed_ms(), 0),
+    };
+    let queries = plan.queries.len();
+    tracing::debug!(
+        queries,
+        plan_ms = started.elapsed().as_millis() as u64,
+        "planned"
+    );
     let answers = solve_before(
         &plan.queries,
         &plan.solve_order(),

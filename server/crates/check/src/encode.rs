@@ -590,8 +590,7 @@ fn mix(x: u64) -> u64 {
 /// The variables of `t` in nonlinear positions: in a divisor, or in a factor of a product with
 /// two non-constant factors. (An explicit stack: query terms can be deep.)
 fn nonlinear_vars(t: &Term, out: &mut BTreeSet<String>) {
-    let mut stack = vec![t];
-    while let Some(t) = stack.pop() {
+    crate::terms::any_part(t, &mut |t| {
         let nonlinear: Vec<&Term> = match t {
             Term::Div(_, d) | Term::Rem(_, d) | Term::Mod(_, d) if as_int(d).is_none() => {
                 vec![&**d]
@@ -606,8 +605,8 @@ fn nonlinear_vars(t: &Term, out: &mut BTreeSet<String>) {
                 out.insert(n.to_string());
             });
         }
-        stack.extend(t.children());
-    }
+        false
+    });
 }
 
 /// Does `t` have at most `budget` nodes (counted with repetitions)? Stops counting early.
@@ -625,31 +624,10 @@ fn within(t: &Term, mut budget: usize) -> bool {
 
 fn contains_product(t: &Term, a: &str, b: &str) -> bool {
     let is = |x: &Term, n: &str| matches!(x, Term::Var(v) if &**v == n);
-    match t {
-        Term::Mul(ts)
-            if ts.len() == 2
-                && ((is(&ts[0], a) && is(&ts[1], b)) || (is(&ts[0], b) && is(&ts[1], a))) =>
-        {
-            true
-        }
-        Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => {
-            ts.iter().any(|x| contains_product(x, a, b))
-        }
-        Term::Bit { args, .. } => args.iter().any(|x| contains_product(x, a, b)),
-        Term::Sub(x, y)
-        | Term::Div(x, y)
-        | Term::Rem(x, y)
-        | Term::Mod(x, y)
-        | Term::Eq(x, y)
-        | Term::Lt(x, y)
-        | Term::Le(x, y)
-        | Term::Implies(x, y) => contains_product(x, a, b) || contains_product(y, a, b),
-        Term::Neg(x) | Term::Not(x) => contains_product(x, a, b),
-        Term::Ite(c, x, y) => {
-            contains_product(c, a, b) || contains_product(x, a, b) || contains_product(y, a, b)
-        }
-        Term::Int(_) | Term::Bool(_) | Term::Var(_) => false,
-    }
+    crate::terms::any_part(t, &mut |x| {
+        matches!(x, Term::Mul(ts) if ts.len() == 2
+            && ((is(&ts[0], a) && is(&ts[1], b)) || (is(&ts[0], b) && is(&ts[1], a))))
+    })
 }
 
 /// For a cell equality `x == p ^ q` (unsigned `w`-bit xor): the valid lemma

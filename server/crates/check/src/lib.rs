@@ -185,6 +185,20 @@ fn barrier_name(kind: SyncKind) -> &'static str {
 
 /// Build every question for `kernel` (no solving).
 pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> KernelPlan {
+    plan_kernel_until(file, kernel, opts, &|| false)
+}
+
+/// [`plan_kernel`] that gives up when `stop()` says so (the time budget of the kernel or its
+/// file is spent, the check was cancelled): the kernel is then `unknown`, with the reason,
+/// never race-free. Symbolic execution and the encoding of each pair of accesses ask; a large
+/// kernel (thousands of accesses under guards merged from many branches) can spend seconds
+/// there before any query is asked.
+pub fn plan_kernel_until(
+    file: &FileIr,
+    kernel: &Kernel,
+    opts: &CheckOptions,
+    stop: &dyn Fn() -> bool,
+) -> KernelPlan {
     let mut meta = PlanMeta {
         span: kernel.span,
         name_span: kernel.name_span,
@@ -204,7 +218,19 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             meta: Arc::new(meta),
         };
     }
-    let p = protocol::build(kernel);
+    let p = protocol::build_until(kernel, stop);
+    let out_of_time = |meta: &mut PlanMeta, when: &str| {
+        meta.unknown_notes
+            .push(format!("timeout: the time budget ran out while {when}"));
+    };
+    if p.out_of_time {
+        out_of_time(&mut meta, "executing the kernel symbolically");
+        return KernelPlan {
+            kernel: kernel.name.clone(),
+            queries,
+            meta: Arc::new(meta),
+        };
+    }
     // The x dimension is always symbolic: a kernel that never names threadIdx is still launched
     // with many threads; only unnamed y and z dimensions are taken to be 1.
     let (mut block_used, mut grid_used) = (p.block_dims_used, p.grid_dims_used);
@@ -352,6 +378,13 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
     let n_groups = groups.len();
     let mut with_preconditions = 0;
     for (done, ((ia, ib), ms)) in groups.into_iter().enumerate() {
+        if stop() {
+            out_of_time(
+                &mut meta,
+                &format!("encoding the pairs of accesses ({done} of {n_groups} done)"),
+            );
+            break;
+        }
         if queries.len() >= MAX_RACE_QUERIES {
             meta.unknown_notes.push(format!(
                 "{n_groups} pairs of accesses to check; only the first {done} were"

@@ -196,18 +196,80 @@ pub fn as_flip_bit(x: &Term) -> Option<(Term, Term)> {
     (candidate == *x).then(|| ((**t).clone(), (**p).clone()))
 }
 
-/// Rebuild `t` with every variable passed through `f` (`None` keeps it).
+/// Rebuild `t` with every variable passed through `f` (`None` keeps it). `f` must be a function
+/// of the name (it is asked once per shared part of a large term).
 pub fn map_vars(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Term {
-    changed_vars(t, f).unwrap_or_else(|| t.clone())
+    let mut memo = Memo::for_term(t);
+    changed_vars(t, f, &mut memo).unwrap_or_else(|| t.clone())
+}
+
+/// Past this many nodes, traversals remember the shared parts they have done (see
+/// [`Term::share_key`]): below it, a plain walk is cheaper than the bookkeeping.
+pub const SHARED_WALK_AFTER: usize = 512;
+
+/// Results per shared part of the term being traversed, kept only for large terms. The keys
+/// are addresses inside that term, so a memo never outlives the traversal it was made for.
+struct Memo<T> {
+    done: Option<HashMap<cudarace_solver::ShareKey, T>>,
+}
+
+impl<T: Clone> Memo<T> {
+    fn for_term(t: &Term) -> Memo<T> {
+        Memo {
+            done: term_size_exceeds(t, SHARED_WALK_AFTER).then(HashMap::new),
+        }
+    }
+    fn get(&self, t: &Term) -> Option<T> {
+        self.done.as_ref()?.get(&t.share_key()?).cloned()
+    }
+    fn put(&mut self, t: &Term, v: &T) {
+        if let (Some(done), Some(k)) = (self.done.as_mut(), t.share_key()) {
+            done.insert(k, v.clone());
+        }
+    }
+}
+
+/// Does `t` have more than `limit` nodes, counted as a tree (shared parts once per use)? Stops
+/// counting at the limit.
+pub fn term_size_exceeds(t: &Term, limit: usize) -> bool {
+    let mut stack = vec![t];
+    let mut count = 0;
+    while let Some(t) = stack.pop() {
+        count += 1;
+        if count > limit {
+            return true;
+        }
+        stack.extend(t.children());
+    }
+    false
 }
 
 /// [`map_vars`], or `None` when no variable changed: unchanged parts are shared with `t`, not
-/// rebuilt (renaming a guard touches only the atoms that mention renamed variables).
-fn changed_vars(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Option<Term> {
-    fn list(ts: &Arc<[Term]>, f: &mut dyn FnMut(&str) -> Option<Term>) -> Option<Arc<[Term]>> {
+/// rebuilt (renaming a guard touches only the atoms that mention renamed variables), and a part
+/// shared within `t` is renamed once and stays shared in the result.
+fn changed_vars(
+    t: &Term,
+    f: &mut dyn FnMut(&str) -> Option<Term>,
+    memo: &mut Memo<Option<Term>>,
+) -> Option<Term> {
+    if let Some(done) = memo.get(t) {
+        return done;
+    }
+    let out = changed_vars_here(t, f, memo);
+    memo.put(t, &out);
+    out
+}
+
+fn changed_vars_here(
+    t: &Term,
+    f: &mut dyn FnMut(&str) -> Option<Term>,
+    memo: &mut Memo<Option<Term>>,
+) -> Option<Term> {
+    type F<'a> = dyn FnMut(&str) -> Option<Term> + 'a;
+    fn list(ts: &Arc<[Term]>, f: &mut F, memo: &mut Memo<Option<Term>>) -> Option<Arc<[Term]>> {
         let mut out: Option<Vec<Term>> = None;
         for (i, x) in ts.iter().enumerate() {
-            if let Some(y) = changed_vars(x, f) {
+            if let Some(y) = changed_vars(x, f, memo) {
                 out.get_or_insert_with(|| ts[..i].to_vec()).push(y);
             } else if let Some(o) = &mut out {
                 o.push(x.clone());
@@ -215,15 +277,16 @@ fn changed_vars(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Option<Ter
         }
         out.map(Arc::from)
     }
-    fn one(a: &Arc<Term>, f: &mut dyn FnMut(&str) -> Option<Term>) -> Option<Arc<Term>> {
-        changed_vars(a, f).map(Arc::new)
+    fn one(a: &Arc<Term>, f: &mut F, memo: &mut Memo<Option<Term>>) -> Option<Arc<Term>> {
+        changed_vars(a, f, memo).map(Arc::new)
     }
     fn two(
         a: &Arc<Term>,
         b: &Arc<Term>,
-        f: &mut dyn FnMut(&str) -> Option<Term>,
+        f: &mut F,
+        memo: &mut Memo<Option<Term>>,
     ) -> Option<(Arc<Term>, Arc<Term>)> {
-        match (one(a, f), one(b, f)) {
+        match (one(a, f, memo), one(b, f, memo)) {
             (None, None) => None,
             (x, y) => Some((
                 x.unwrap_or_else(|| a.clone()),
@@ -234,22 +297,22 @@ fn changed_vars(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Option<Ter
     match t {
         Term::Int(_) | Term::Bool(_) => None,
         Term::Var(v) => f(v),
-        Term::Add(ts) => list(ts, f).map(Term::Add),
-        Term::Mul(ts) => list(ts, f).map(Term::Mul),
-        Term::And(ts) => list(ts, f).map(Term::And),
-        Term::Or(ts) => list(ts, f).map(Term::Or),
-        Term::Sub(a, b) => two(a, b, f).map(|(a, b)| Term::Sub(a, b)),
-        Term::Div(a, b) => two(a, b, f).map(|(a, b)| Term::Div(a, b)),
-        Term::Rem(a, b) => two(a, b, f).map(|(a, b)| Term::Rem(a, b)),
-        Term::Mod(a, b) => two(a, b, f).map(|(a, b)| Term::Mod(a, b)),
-        Term::Eq(a, b) => two(a, b, f).map(|(a, b)| Term::Eq(a, b)),
-        Term::Lt(a, b) => two(a, b, f).map(|(a, b)| Term::Lt(a, b)),
-        Term::Le(a, b) => two(a, b, f).map(|(a, b)| Term::Le(a, b)),
-        Term::Implies(a, b) => two(a, b, f).map(|(a, b)| Term::Implies(a, b)),
-        Term::Neg(a) => one(a, f).map(Term::Neg),
-        Term::Not(a) => one(a, f).map(Term::Not),
+        Term::Add(ts) => list(ts, f, memo).map(Term::Add),
+        Term::Mul(ts) => list(ts, f, memo).map(Term::Mul),
+        Term::And(ts) => list(ts, f, memo).map(Term::And),
+        Term::Or(ts) => list(ts, f, memo).map(Term::Or),
+        Term::Sub(a, b) => two(a, b, f, memo).map(|(a, b)| Term::Sub(a, b)),
+        Term::Div(a, b) => two(a, b, f, memo).map(|(a, b)| Term::Div(a, b)),
+        Term::Rem(a, b) => two(a, b, f, memo).map(|(a, b)| Term::Rem(a, b)),
+        Term::Mod(a, b) => two(a, b, f, memo).map(|(a, b)| Term::Mod(a, b)),
+        Term::Eq(a, b) => two(a, b, f, memo).map(|(a, b)| Term::Eq(a, b)),
+        Term::Lt(a, b) => two(a, b, f, memo).map(|(a, b)| Term::Lt(a, b)),
+        Term::Le(a, b) => two(a, b, f, memo).map(|(a, b)| Term::Le(a, b)),
+        Term::Implies(a, b) => two(a, b, f, memo).map(|(a, b)| Term::Implies(a, b)),
+        Term::Neg(a) => one(a, f, memo).map(Term::Neg),
+        Term::Not(a) => one(a, f, memo).map(Term::Not),
         Term::Ite(c, a, b) => {
-            let (c2, ab) = (one(c, f), two(a, b, f));
+            let (c2, ab) = (one(c, f, memo), two(a, b, f, memo));
             if c2.is_none() && ab.is_none() {
                 return None;
             }
@@ -261,7 +324,7 @@ fn changed_vars(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Option<Ter
             width,
             signed,
             args,
-        } => list(args, f).map(|args| Term::Bit {
+        } => list(args, f, memo).map(|args| Term::Bit {
             op: *op,
             width: *width,
             signed: *signed,
@@ -300,9 +363,22 @@ pub fn subst_with(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Term {
     simplify(&map_vars(t, f))
 }
 
-/// Rebuild `t` bottom-up through the folding constructors.
+/// Rebuild `t` bottom-up through the folding constructors (a part shared within `t` once).
 pub fn simplify(t: &Term) -> Term {
-    let s = |x: &Term| simplify(x);
+    simplify_in(t, &mut Memo::for_term(t))
+}
+
+fn simplify_in(t: &Term, memo: &mut Memo<Term>) -> Term {
+    if let Some(done) = memo.get(t) {
+        return done;
+    }
+    let out = simplify_here(t, memo);
+    memo.put(t, &out);
+    out
+}
+
+fn simplify_here(t: &Term, memo: &mut Memo<Term>) -> Term {
+    let mut s = |x: &Term| simplify_in(x, memo);
     match t {
         Term::Int(_) | Term::Bool(_) | Term::Var(_) => t.clone(),
         Term::Add(ts) => ts.iter().map(s).reduce(add).unwrap_or(int(0)),
@@ -351,16 +427,51 @@ pub fn collect_vars(t: &Term, out: &mut BTreeSet<String>) {
 }
 
 /// Visit variables in a deterministic (left-to-right, depth-first) order.
+/// Past [`SHARED_WALK_AFTER`] nodes a part shared within `t` is visited once (its variables
+/// have all been seen at its first visit, so the order of first occurrences is the same).
 pub fn visit_vars(t: &Term, f: &mut dyn FnMut(&str)) {
     // An explicit stack (query terms can be deep), operands pushed last-first so that they are
     // visited in order.
     let mut stack = vec![t];
+    let mut count = 0usize;
+    let mut seen = std::collections::HashSet::new();
     while let Some(t) = stack.pop() {
+        count += 1;
+        if count > SHARED_WALK_AFTER {
+            if let Some(k) = t.share_key() {
+                if !seen.insert(k) {
+                    continue;
+                }
+            }
+        }
         if let Term::Var(v) = t {
             f(v);
         }
         stack.extend(t.children().into_iter().rev());
     }
+}
+
+/// Is some part of `t` (itself included) one `pred` holds for? A part shared within a large `t`
+/// is looked at once.
+pub fn any_part(t: &Term, pred: &mut dyn FnMut(&Term) -> bool) -> bool {
+    let mut stack = vec![t];
+    let mut count = 0usize;
+    let mut seen = std::collections::HashSet::new();
+    while let Some(t) = stack.pop() {
+        count += 1;
+        if count > SHARED_WALK_AFTER {
+            if let Some(k) = t.share_key() {
+                if !seen.insert(k) {
+                    continue;
+                }
+            }
+        }
+        if pred(t) {
+            return true;
+        }
+        stack.extend(t.children());
+    }
+    false
 }
 
 pub fn mentions(t: &Term, pred: &dyn Fn(&str) -> bool) -> bool {

@@ -1341,3 +1341,52 @@ fn divergence_queries_are_solved_first() {
         assert!(order[p..].iter().all(|&i| !is_divergence(i)), "{order:?}");
     }
 }
+
+// ---------------------------------------------------------------- time budget and large terms
+
+/// A kernel whose planning is stopped (its time budget is spent, or the check was cancelled)
+/// is `unknown` with the reason, never race-free; the same kernel planned to the end is
+/// race-free (the barrier separates its accesses).
+#[test]
+fn planning_stopped_by_the_budget_is_unknown_never_clean() {
+    let k = neighbour(true);
+    let limits = Limits {
+        timeout_ms: 10_000,
+        rlimit: 50_000_000,
+    };
+    let full = check_kernel(&file(), &k, &CheckOptions::default(), &mut |q| {
+        solve(q, &limits)
+    });
+    assert_verdict(&full, Verdict::RaceFree);
+    let plan = plan_kernel_until(&file(), &k, &CheckOptions::default(), &|| true);
+    let answers: Vec<Answer> = plan.queries.iter().map(|q| solve(q, &limits)).collect();
+    let cut = finish_kernel(&plan, answers, 0.0);
+    assert_verdict(&cut, Verdict::Unknown);
+    let reason = cut.reason.unwrap_or_default();
+    assert!(reason.contains("time budget ran out"), "{reason}");
+}
+
+/// A term built by merging branches shares its parts: `t(i+1) = ite(c_i, t(i), t(i) + 1)` has
+/// 2^60 nodes as a tree and about 240 as a graph. Renaming, simplifying, visiting its
+/// variables, hashing it and comparing it with itself look at each shared part once (a walk of
+/// the tree would never end).
+#[test]
+fn traversals_of_shared_terms_are_linear_in_the_graph() {
+    use crate::terms::{add, int, ite, lt};
+    use std::hash::Hash;
+    let mut t = Term::Var("$x".into());
+    for i in 0..60 {
+        let c = lt(Term::Var(format!("%c{i}").into()), int(i));
+        t = ite(c, t.clone(), add(t, int(1)));
+    }
+    let renamed = crate::encode::rename(crate::encode::Scope::SameBlock { warp: None }, 'A', &t);
+    let mut vars = std::collections::BTreeSet::new();
+    crate::terms::collect_vars(&renamed, &mut vars);
+    assert!(vars.contains("A.x") && vars.contains("c59") && !vars.contains("$x"));
+    assert_eq!(vars.len(), 61);
+    let simplified = crate::terms::simplify(&renamed);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    simplified.hash(&mut h);
+    assert!(crate::terms::mentions_var(&simplified, "A.x"));
+    assert!(crate::terms::term_size_exceeds(&simplified, 10_000));
+}

@@ -10,8 +10,8 @@ use crate::hover::kernel_barriers;
 use crate::inflight::{Inflight, Slot};
 use crate::pipeline::tree_sitter::Tree;
 use crate::pipeline::{
-    finish_kernel, kernel_check_options, lower, plan_kernel, Answer, CancelToken, Options, Query,
-    SolverPool,
+    finish_kernel, kernel_check_options, lower, plan_kernel_until, Answer, CancelToken, Options,
+    Query, SolverPool,
 };
 use cudarace_ir::{Barrier, FileIr, Kernel, KernelReport, SourceFile, Verdict};
 use std::collections::HashMap;
@@ -215,12 +215,20 @@ pub fn run_check(
     for (kernel, key, fingerprint) in todo {
         let plan_started = Instant::now();
         let check = kernel_check_options(opts, kernel);
-        match catch_unwind(AssertUnwindSafe(|| plan_kernel(&file, kernel, &check))) {
+        // A newer version stops the planning too; so does the kernel's time budget (a huge
+        // kernel is `unknown` by timeout, and the file's other kernels go on).
+        let stop = || cancel.is_cancelled() || plan_started.elapsed() >= opts.budget.kernel_time;
+        match catch_unwind(AssertUnwindSafe(|| {
+            plan_kernel_until(&file, kernel, &check, &stop)
+        })) {
             Ok(plan) => plans.push((kernel, key, fingerprint, plan, plan_started.elapsed())),
             Err(_) => emit(CheckEvent::Kernel {
                 key,
                 report: internal_error_report(kernel, "planning the kernel"),
             }),
+        }
+        if cancel.is_cancelled() {
+            return None;
         }
     }
     let mut planned = Vec::new();

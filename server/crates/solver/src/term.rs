@@ -12,7 +12,7 @@ pub enum Sort {
     Bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 /// Terms are immutable and share their parts: cloning one copies a pointer (the checker
 /// conjoins the same loop ranges into many guards and renames the same indices per pair).
 pub enum Term {
@@ -48,6 +48,39 @@ pub enum Term {
     Ite(Arc<Term>, Arc<Term>, Arc<Term>),
 }
 
+/// How many nodes of a term its hash looks at (breadth first: the operator and operands near
+/// the top, where terms differ most).
+const HASHED_NODES: usize = 512;
+
+/// A hash of the top of the term, consistent with `==` (equal terms have equal tops). A term's
+/// tree can be far larger than its graph (guards merged from branches share their parts), and
+/// a hash of the whole tree took seconds where `==` on shared parts is a pointer comparison.
+impl Hash for Term {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let mut queue = std::collections::VecDeque::from([self]);
+        let mut n = 0;
+        while let Some(t) = queue.pop_front() {
+            n += 1;
+            if n > HASHED_NODES {
+                break;
+            }
+            std::mem::discriminant(t).hash(state);
+            match t {
+                Term::Int(v) => v.hash(state),
+                Term::Bool(b) => b.hash(state),
+                Term::Var(v) => v.hash(state),
+                Term::Bit {
+                    op, width, signed, ..
+                } => (op, width, signed).hash(state),
+                _ => {}
+            }
+            let kids = t.children();
+            kids.len().hash(state);
+            queue.extend(kids);
+        }
+    }
+}
+
 /// Dropping a term frees its uniquely owned parts with an explicit stack, not by recursion: a
 /// deep term (a long chain of `!` or `ite`) would otherwise overflow a thread's stack.
 impl Drop for Term {
@@ -64,7 +97,65 @@ impl Drop for Term {
     }
 }
 
+/// Identifies a composite term by the shared parts it is built of: two terms with the same key
+/// have the same operands (the same allocations), so they are equal. Keys are addresses, valid
+/// while the term they were taken from is alive (one traversal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ShareKey(u8, usize, usize, usize);
+
 impl Term {
+    /// The [`ShareKey`] of a composite term (`None` for leaves). Terms share their parts, and a
+    /// term built by merging branches (`ite(c, t, e)` per assignment, guards conjoined per
+    /// branch) can be a small graph whose tree is huge; traversals that visit a shared part
+    /// once (see `cudarace_check::terms`) stay linear in the graph.
+    pub fn share_key(&self) -> Option<ShareKey> {
+        let list =
+            |tag: u8, ts: &Arc<[Term]>| Some(ShareKey(tag, ts.as_ptr() as usize, ts.len(), 0));
+        let one = |tag: u8, a: &Arc<Term>| Some(ShareKey(tag, Arc::as_ptr(a) as usize, 0, 0));
+        let two = |tag: u8, a: &Arc<Term>, b: &Arc<Term>| {
+            Some(ShareKey(
+                tag,
+                Arc::as_ptr(a) as usize,
+                Arc::as_ptr(b) as usize,
+                0,
+            ))
+        };
+        match self {
+            Term::Int(_) | Term::Bool(_) | Term::Var(_) => None,
+            Term::Add(ts) => list(1, ts),
+            Term::Mul(ts) => list(2, ts),
+            Term::And(ts) => list(3, ts),
+            Term::Or(ts) => list(4, ts),
+            Term::Bit {
+                op,
+                width,
+                signed,
+                args,
+            } => Some(ShareKey(
+                5,
+                args.as_ptr() as usize,
+                args.len(),
+                ((*op as usize) << 16) | ((*width as usize) << 1) | usize::from(*signed),
+            )),
+            Term::Neg(a) => one(6, a),
+            Term::Not(a) => one(7, a),
+            Term::Sub(a, b) => two(8, a, b),
+            Term::Div(a, b) => two(9, a, b),
+            Term::Rem(a, b) => two(10, a, b),
+            Term::Mod(a, b) => two(11, a, b),
+            Term::Eq(a, b) => two(12, a, b),
+            Term::Lt(a, b) => two(13, a, b),
+            Term::Le(a, b) => two(14, a, b),
+            Term::Implies(a, b) => two(15, a, b),
+            Term::Ite(c, a, b) => Some(ShareKey(
+                16,
+                Arc::as_ptr(c) as usize,
+                Arc::as_ptr(a) as usize,
+                Arc::as_ptr(b) as usize,
+            )),
+        }
+    }
+
     /// The operands of a term, in order (what the encoder builds it from).
     pub fn children(&self) -> Vec<&Term> {
         match self {

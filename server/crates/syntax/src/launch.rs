@@ -15,10 +15,70 @@ struct HostEnv<'a, 't> {
     /// branch of an `if`), the one in scope there is used.
     at: usize,
     text: &'a str,
+    /// What the host function holds, read once for all its launch sites.
+    facts: std::rc::Rc<FunctionFacts<'t>>,
+}
+
+/// The nodes of one host function that launch sites ask about, gathered in one walk and shared
+/// by the function's sites (a host function with hundreds of launches had every site walk the
+/// whole body once per local it looked up: seconds per file).
+#[derive(Default)]
+struct FunctionFacts<'t> {
+    /// Declarations (`init_declarator`, `declaration`, `function_declarator`), in walk order.
+    decls: Vec<Node<'t>>,
+    /// Nodes that may change a variable (see [`HostEnv::changes`]), in walk order.
+    change_sites: Vec<Node<'t>>,
+    /// More than [`MAX_FUNCTION_NODES`] nodes: nothing is known of the function's locals.
+    too_big: bool,
+    has_goto: bool,
     /// [`HostEnv::changes`] by name: asked for each local and each text compared.
     changes: std::cell::RefCell<std::collections::HashMap<String, std::rc::Rc<[Node<'t>]>>>,
-    /// [`HostEnv::has_goto`], once asked.
-    goto: std::cell::OnceCell<bool>,
+}
+
+/// Past this many nodes a host function is not read (its locals are unknown).
+const MAX_FUNCTION_NODES: usize = 200_000;
+
+impl<'t> FunctionFacts<'t> {
+    fn of(body: Option<Node<'t>>) -> FunctionFacts<'t> {
+        let Some(body) = body else {
+            // Outside a function: no locals; a `goto` cannot be ruled out.
+            return FunctionFacts {
+                has_goto: true,
+                ..FunctionFacts::default()
+            };
+        };
+        let mut facts = FunctionFacts::default();
+        let mut stack = vec![body];
+        let mut count = 0;
+        while let Some(n) = stack.pop() {
+            count += 1;
+            if count > MAX_FUNCTION_NODES {
+                return FunctionFacts {
+                    too_big: true,
+                    has_goto: true,
+                    ..FunctionFacts::default()
+                };
+            }
+            match n.kind() {
+                "init_declarator" | "declaration" | "function_declarator" => facts.decls.push(n),
+                "assignment_expression"
+                | "update_expression"
+                | "pointer_expression"
+                | "argument_list" => facts.change_sites.push(n),
+                "goto_statement" => facts.has_goto = true,
+                _ => {}
+            }
+            // A reference bound to a variable is an `init_declarator` too.
+            if n.kind() == "init_declarator" {
+                facts.change_sites.push(n);
+            }
+            let mut c = n.walk();
+            for ch in n.named_children(&mut c) {
+                stack.push(ch);
+            }
+        }
+        facts
+    }
 }
 
 impl ConstEnv for HostEnv<'_, '_> {
@@ -41,7 +101,7 @@ impl<'t> HostEnv<'_, 't> {
     /// The initializer of the local `name` in scope at the launch (the innermost declaration
     /// before it whose block holds it), if the function never assigns `name`.
     fn local_init(&self, name: &str) -> Option<(Node<'t>, Node<'t>)> {
-        let body = self.func_body?;
+        self.func_body?;
         let mut found: Option<(Node<'t>, Node<'t>)> = None;
         let at = self.at;
         // A declaration is in scope at the launch when it comes before it and its block (or
@@ -64,13 +124,10 @@ impl<'t> HostEnv<'_, 't> {
                 found = Some((init, decl));
             }
         };
-        let mut stack = vec![body];
-        let mut count = 0;
-        while let Some(n) = stack.pop() {
-            count += 1;
-            if count > 200_000 {
-                return None;
-            }
+        if self.facts.too_big {
+            return None;
+        }
+        for &n in &self.facts.decls {
             match n.kind() {
                 "init_declarator" => {
                     if let (Some(d), Some(v)) = (
@@ -117,10 +174,6 @@ impl<'t> HostEnv<'_, 't> {
                 }
                 _ => {}
             }
-            let mut c = n.walk();
-            for ch in n.named_children(&mut c) {
-                stack.push(ch);
-            }
         }
         // Changed in the declaration's scope: its value at the launch is not the initial one,
         // except for `dim3` field stores that every run of the launch sees (`field_stores`).
@@ -151,11 +204,12 @@ impl<'t> HostEnv<'_, 't> {
     /// `name` passed whole to a call (which may take it by reference; a kernel launch takes its
     /// arguments by value). Each is the node of the change (the assignment, for field stores).
     fn changes(&self, name: &str) -> std::rc::Rc<[Node<'t>]> {
-        if let Some(known) = self.changes.borrow().get(name) {
+        if let Some(known) = self.facts.changes.borrow().get(name) {
             return known.clone();
         }
         let found: std::rc::Rc<[Node<'t>]> = self.find_changes(name).into();
-        self.changes
+        self.facts
+            .changes
             .borrow_mut()
             .insert(name.to_string(), found.clone());
         found
@@ -176,15 +230,12 @@ impl<'t> HostEnv<'_, 't> {
             }
             t
         };
+        if self.facts.too_big {
+            // Too big to read: changed, as far as we know.
+            return vec![body];
+        }
         let mut out = Vec::new();
-        let mut stack = vec![body];
-        let mut count = 0;
-        while let Some(n) = stack.pop() {
-            count += 1;
-            if count > 200_000 {
-                // Too big to read: changed, as far as we know.
-                return vec![body];
-            }
+        for &n in &self.facts.change_sites {
             let changed = match n.kind() {
                 "assignment_expression" | "update_expression" => n
                     .child_by_field_name("left")
@@ -208,10 +259,6 @@ impl<'t> HostEnv<'_, 't> {
             };
             if changed {
                 out.push(n);
-            }
-            let mut c = n.walk();
-            for ch in n.named_children(&mut c) {
-                stack.push(ch);
             }
         }
         out
@@ -320,26 +367,7 @@ impl<'t> HostEnv<'_, 't> {
 
     /// Whether the function holds a `goto` (code after the launch may then run before it).
     fn has_goto(&self) -> bool {
-        *self.goto.get_or_init(|| self.find_goto())
-    }
-
-    fn find_goto(&self) -> bool {
-        let Some(body) = self.func_body else {
-            return true;
-        };
-        let mut stack = vec![body];
-        let mut count = 0;
-        while let Some(n) = stack.pop() {
-            count += 1;
-            if n.kind() == "goto_statement" || count > 200_000 {
-                return true;
-            }
-            let mut c = n.walk();
-            for ch in n.named_children(&mut c) {
-                stack.push(ch);
-            }
-        }
-        false
+        self.facts.has_goto
     }
 
     /// Whether `decl` (a declaration, or a declarator inside one) has type `dim3`.
@@ -880,6 +908,7 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
     for (i, tree) in trees.iter().enumerate() {
         let file = FileId(i as u32);
         let text = tables.text(file);
+        let mut functions = std::collections::HashMap::new();
         let mut stack = vec![tree.root_node()];
         while let Some(n) = stack.pop() {
             if n.kind() == "call_expression" {
@@ -894,13 +923,17 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                         _ => Some(f),
                     };
                     if let Some(name_node) = name_node {
+                        let func_body = enclosing_function_body(n);
+                        let facts = functions
+                            .entry(func_body.map(|b| b.id()))
+                            .or_insert_with(|| std::rc::Rc::new(FunctionFacts::of(func_body)))
+                            .clone();
                         let env = HostEnv {
                             tables,
-                            func_body: enclosing_function_body(n),
+                            func_body,
                             at: n.start_byte(),
                             text,
-                            changes: Default::default(),
-                            goto: Default::default(),
+                            facts,
                         };
                         let mut c2 = cfg.walk();
                         let args: Vec<Node> = cfg
@@ -986,13 +1019,13 @@ fn runtime_api_launch<'t>(
         "template_function" => k.child_by_field_name("name")?,
         _ => return None,
     };
+    let func_body = enclosing_function_body(n);
     let env = HostEnv {
         tables,
-        func_body: enclosing_function_body(n),
+        func_body,
         at: n.start_byte(),
         text,
-        changes: Default::default(),
-        goto: Default::default(),
+        facts: std::rc::Rc::new(FunctionFacts::of(func_body)),
     };
     Some(LaunchSite {
         kernel: node_text(name_node, text).to_string(),

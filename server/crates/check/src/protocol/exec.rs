@@ -20,20 +20,17 @@ const MAX_TERM_SIZE: usize = 4000;
 /// `if (…) continue;` cannot make the recursion here and in aligning arbitrarily deep.
 const MAX_SKIP_NESTING: u32 = 64;
 
-fn term_size_exceeds(t: &Term, limit: usize) -> bool {
-    fn count(t: &Term, budget: &mut usize) -> bool {
-        if *budget == 0 {
-            return true;
-        }
-        *budget -= 1;
-        t.children().into_iter().any(|k| count(k, budget))
-    }
-    let mut budget = limit;
-    count(t, &mut budget)
-}
+/// How often symbolic execution reads the clock (statements between reads).
+const STEPS_PER_CLOCK_READ: u32 = 32;
 
 /// Symbolically execute `kernel` into its access protocol.
 pub fn build(kernel: &Kernel) -> Protocol {
+    build_until(kernel, &|| false)
+}
+
+/// [`build`] that stops when `stop()` says so (a deadline passed, the check was cancelled): the
+/// protocol is then incomplete and says so ([`Protocol::out_of_time`]).
+pub fn build_until(kernel: &Kernel, stop: &dyn Fn() -> bool) -> Protocol {
     let mut written = BTreeSet::new();
     scan_written(&kernel.body, &mut written);
     let mut ex = Exec {
@@ -71,6 +68,8 @@ pub fn build(kernel: &Kernel) -> Protocol {
         assumed: Vec::new(),
         value_guards: Vec::new(),
         not_exited: Vec::new(),
+        stop,
+        steps: 0,
     };
     let mut root = Vec::new();
     // The top level, statement by statement, so that loads know their epoch (see `Epochs`).
@@ -317,6 +316,9 @@ fn type_range(ty: ScalarType) -> (Sort, Option<i64>, Option<i64>) {
 
 struct Exec<'k> {
     k: &'k Kernel,
+    /// Whether to give up (see [`build_until`]), asked every [`STEPS_PER_CLOCK_READ`] statements.
+    stop: &'k dyn Fn() -> bool,
+    steps: u32,
     counter: u32,
     p: Protocol,
     env: Vec<Option<Term>>,
@@ -450,6 +452,20 @@ impl<'k> Exec<'k> {
                 hi: None,
             },
         )
+    }
+
+    /// Out of time: nothing more is executed (the caller gives the kernel up, see
+    /// [`Protocol::out_of_time`]).
+    fn past_deadline(&mut self) -> bool {
+        if self.p.out_of_time {
+            return true;
+        }
+        self.steps = self.steps.wrapping_add(1);
+        if self.steps % STEPS_PER_CLOCK_READ == 1 && (self.stop)() {
+            self.p.out_of_time = true;
+            self.dead = true;
+        }
+        self.p.out_of_time
     }
 
     /// Assign a local; a value grown too large to track (e.g. a chain of conditional updates,
@@ -1132,6 +1148,9 @@ impl<'k> Exec<'k> {
     }
 
     fn exec_stmt(&mut self, s: &Stmt, out: &mut Vec<Node>) {
+        if self.past_deadline() {
+            return;
+        }
         match s {
             Stmt::Assign { local, value, .. } => {
                 let v = self.eval(value);

@@ -10,7 +10,7 @@ pub mod ctype;
 mod exec;
 mod loops;
 
-pub use exec::build;
+pub use exec::{build, build_until};
 
 use cudarace_ir::{AccessId, AccessMode, ArrayId, Span};
 use cudarace_solver::{Sort, Term};
@@ -119,6 +119,8 @@ pub struct Protocol {
     pub grid_dims_used: [bool; 3],
     pub has_warp_sync: bool,
     pub has_grid_sync: bool,
+    /// Symbolic execution stopped at its deadline: the protocol is incomplete.
+    pub out_of_time: bool,
     pub written: BTreeSet<ArrayId>,
     /// Values known to differ from others, keyed like [`Protocol::vars`].
     pub distinct: HashMap<String, DistinctVar>,
