@@ -176,7 +176,9 @@ pub fn analyze_kernel_until(
     // Planning (symbolic execution, encoding) counts against the same budget as solving.
     let plan = match guarded(|| {
         crash::debug_crash(&kernel.name);
-        plan_kernel_until(ir, kernel, &check, &|| Instant::now() >= deadline)
+        plan_kernel_until(ir, kernel, &check, &|| {
+            (Instant::now() >= deadline).then_some(spent.whose())
+        })
     }) {
         Ok(plan) => plan,
         Err(message) => return internal_error(kernel, message, elapsed_ms(), 0),

@@ -185,11 +185,11 @@ fn barrier_name(kind: SyncKind) -> &'static str {
 
 /// Build every question for `kernel` (no solving).
 pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> KernelPlan {
-    plan_kernel_until(file, kernel, opts, &|| false)
+    plan_kernel_until(file, kernel, opts, &|| None)
 }
 
-/// [`plan_kernel`] that gives up when `stop()` says so (the time budget of the kernel or its
-/// file is spent, the check was cancelled): the kernel is then `unknown`, with the reason,
+/// [`plan_kernel`] that gives up when `stop()` names the budget that is spent (`"file's"`,
+/// `"kernel's"`; also when the check was cancelled): the kernel is then `unknown`, with the reason,
 /// never race-free. Symbolic execution and the encoding of each pair of accesses ask; a large
 /// kernel (thousands of accesses under guards merged from many branches) can spend seconds
 /// there before any query is asked.
@@ -197,7 +197,7 @@ pub fn plan_kernel_until(
     file: &FileIr,
     kernel: &Kernel,
     opts: &CheckOptions,
-    stop: &dyn Fn() -> bool,
+    stop: &dyn Fn() -> Option<&'static str>,
 ) -> KernelPlan {
     let mut meta = PlanMeta {
         span: kernel.span,
@@ -218,10 +218,20 @@ pub fn plan_kernel_until(
             meta: Arc::new(meta),
         };
     }
-    let p = protocol::build_until(kernel, stop);
+    let spent = std::cell::Cell::new(None);
+    let stop = || {
+        let whose = stop();
+        if whose.is_some() {
+            spent.set(whose);
+        }
+        whose.is_some()
+    };
+    let p = protocol::build_until(kernel, &stop);
     let out_of_time = |meta: &mut PlanMeta, when: &str| {
-        meta.unknown_notes
-            .push(format!("timeout: the time budget ran out while {when}"));
+        let whose = spent.get().unwrap_or("");
+        meta.unknown_notes.push(format!(
+            "timeout: the {whose} time budget ran out while {when}"
+        ));
     };
     if p.out_of_time {
         out_of_time(&mut meta, "executing the kernel symbolically");

@@ -1358,12 +1358,15 @@ fn planning_stopped_by_the_budget_is_unknown_never_clean() {
         solve(q, &limits)
     });
     assert_verdict(&full, Verdict::RaceFree);
-    let plan = plan_kernel_until(&file(), &k, &CheckOptions::default(), &|| true);
+    let plan = plan_kernel_until(&file(), &k, &CheckOptions::default(), &|| Some("kernel's"));
     let answers: Vec<Answer> = plan.queries.iter().map(|q| solve(q, &limits)).collect();
     let cut = finish_kernel(&plan, answers, 0.0);
     assert_verdict(&cut, Verdict::Unknown);
     let reason = cut.reason.unwrap_or_default();
-    assert!(reason.contains("time budget ran out"), "{reason}");
+    assert!(
+        reason.contains("the kernel's time budget ran out"),
+        "{reason}"
+    );
 }
 
 /// A term built by merging branches shares its parts: `t(i+1) = ite(c_i, t(i), t(i) + 1)` has

@@ -217,7 +217,10 @@ pub fn run_check(
         let check = kernel_check_options(opts, kernel);
         // A newer version stops the planning too; so does the kernel's time budget (a huge
         // kernel is `unknown` by timeout, and the file's other kernels go on).
-        let stop = || cancel.is_cancelled() || plan_started.elapsed() >= opts.budget.kernel_time;
+        let stop = || {
+            (cancel.is_cancelled() || plan_started.elapsed() >= opts.budget.kernel_time)
+                .then_some("kernel's")
+        };
         match catch_unwind(AssertUnwindSafe(|| {
             plan_kernel_until(&file, kernel, &check, &stop)
         })) {
