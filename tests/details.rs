@@ -471,3 +471,24 @@ fn unknown_values_of_bool_locals_are_bools() {
     );
     assert!(!reason.contains("malformed"), "{reason}");
 }
+
+/// A divergence points at what makes a thread miss the barrier: the early `return`, not a
+/// `continue` in a loop between them (threads that skip an iteration still reach the barrier
+/// after the loop).
+#[test]
+fn divergence_after_a_loop_blames_the_return_not_a_continue_in_the_loop() {
+    let rel = "divergence/barrier_after_return_and_loop_with_continue.cu";
+    let text = std::fs::read_to_string(fixtures_dir().join(rel)).expect("fixture is readable");
+    let return_line = text
+        .lines()
+        .position(|l| l.trim() == "return;")
+        .expect("the fixture has a return") as u32;
+    let fs = findings(rel, Verdict::Divergent);
+    for f in &fs {
+        assert_eq!(f.kind, FindingKind::BarrierDivergence);
+        let cause = f.related.first().expect("a divergence names its cause");
+        let line = text[..cause.span.start as usize].lines().count() as u32 - 1;
+        assert_eq!(line, return_line, "{f:#?}");
+        assert!(cause.message.contains("return"), "{f:#?}");
+    }
+}

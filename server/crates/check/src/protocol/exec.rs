@@ -346,8 +346,10 @@ struct Exec<'k> {
     loop_depth: u32,
     /// Enclosing thread-dependent conditions (for divergence messages).
     causes: Vec<(Span, String)>,
-    /// Thread-dependent early exits seen so far.
-    exits: Vec<(Span, String)>,
+    /// Thread-dependent early exits seen so far, each with whether it leaves the kernel (a
+    /// `return`; a `break` or `continue` is forgotten after its loop: threads that took it go
+    /// on after the loop with the others, so it cannot be why a later barrier is missed).
+    exits: Vec<(Span, String, bool)>,
     loads: HashMap<AccessId, Term>,
     /// Head variables of loops known to range over powers of two.
     pow2_vars: HashSet<String>,
@@ -1143,6 +1145,7 @@ impl<'k> Exec<'k> {
             self.exits.push((
                 span,
                 format!("threads may {what} here depending on their thread id"),
+                what == "return",
             ));
         }
     }
@@ -1246,7 +1249,11 @@ impl<'k> Exec<'k> {
                         SyncKind::Grid => self.p.has_grid_sync = true,
                         SyncKind::Block => {}
                     }
-                    let cause = self.causes.last().or(self.exits.last()).cloned();
+                    let cause = self
+                        .causes
+                        .last()
+                        .cloned()
+                        .or_else(|| self.exits.last().map(|(s, m, _)| (*s, m.clone())));
                     self.p.syncs.push(SyncInfo {
                         kind,
                         guard: self.pc.clone(),
@@ -1347,7 +1354,12 @@ impl<'k> Exec<'k> {
                     else_branch: else_nodes,
                 });
             }
-            Stmt::Loop(l) => self.exec_loop(l, out),
+            Stmt::Loop(l) => {
+                let exits0 = self.exits.len();
+                self.exec_loop(l, out);
+                let returns: Vec<_> = self.exits.drain(exits0..).filter(|e| e.2).collect();
+                self.exits.extend(returns);
+            }
             Stmt::Return { span } => {
                 self.record_exit(*span, "return");
                 if thread_varying(&self.pc) {
@@ -1644,7 +1656,11 @@ impl<'k> Exec<'k> {
                         hi: None,
                     },
                 );
-                let cause = self.exits.get(exits0..).and_then(|e| e.last().cloned());
+                let cause = self
+                    .exits
+                    .get(exits0..)
+                    .and_then(|e| e.last())
+                    .map(|(s, m, _)| (*s, m.clone()));
                 for (s, w) in self.p.syncs[syncs0..]
                     .iter_mut()
                     .zip(&mut self.sync_wraps[syncs0..])
