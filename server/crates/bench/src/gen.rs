@@ -259,3 +259,147 @@ mod tests {
         assert_eq!(unsynchronized_loops(3).matches("for (").count(), 3);
     }
 }
+
+/// Edit positions in a real file (bench section c with `--lsp-file`): per kernel (`__global__`
+/// function with a body), the first digit after the point of a float literal and the first
+/// digit inside a `[…]` index; and one character after `//` in each of the file's first line
+/// comments outside kernels (replaced by a digit: nothing to solve). Positions are (line, UTF-16
+/// column), as LSP counts them.
+pub fn real_file_edits(text: &str) -> EditorFile {
+    let bytes = text.as_bytes();
+    // Kernel bodies as byte ranges: the braces after each `__global__`, matched (comments and
+    // string literals skipped).
+    let mut bodies: Vec<(usize, usize)> = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find("__global__").map(|i| i + from) {
+        from = at + 10;
+        let Some(open) = text[from..].find(['{', ';']).map(|i| i + from) else {
+            break;
+        };
+        if bytes[open] == b';' {
+            continue;
+        }
+        let mut depth = 0usize;
+        let mut i = open;
+        let mut end = None;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                    i = text[i..].find('\n').map_or(bytes.len(), |n| i + n);
+                    continue;
+                }
+                b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                    i = text[i + 2..]
+                        .find("*/")
+                        .map_or(bytes.len(), |n| i + 2 + n + 2);
+                    continue;
+                }
+                b'"' | b'\'' => {
+                    let q = bytes[i];
+                    i += 1;
+                    while i < bytes.len() && bytes[i] != q {
+                        i += if bytes[i] == b'\\' { 2 } else { 1 };
+                    }
+                }
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        let Some(end) = end else { break };
+        bodies.push((open, end));
+        from = end;
+    }
+    let position = |at: usize| {
+        let line = text[..at].matches('\n').count();
+        let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+        (line, text[start..at].encode_utf16().count())
+    };
+    let in_comment = |at: usize| {
+        let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+        text[start..at].contains("//")
+    };
+    let (mut literal_digits, mut index_digits, mut comment_digits) =
+        (Vec::new(), Vec::new(), Vec::new());
+    for &(open, end) in &bodies {
+        let body = &bytes[open..end];
+        let literal = (1..body.len().saturating_sub(1)).find(|&i| {
+            body[i] == b'.'
+                && body[i - 1].is_ascii_digit()
+                && body[i + 1].is_ascii_digit()
+                && !in_comment(open + i)
+        });
+        if let Some(i) = literal {
+            literal_digits.push(position(open + i + 1));
+        }
+        let mut index = None;
+        let mut bracket = 0usize;
+        for (i, &b) in body.iter().enumerate() {
+            match b {
+                b'[' => bracket += 1,
+                b']' => bracket = bracket.saturating_sub(1),
+                b if bracket > 0 && b.is_ascii_digit() && !in_comment(open + i) => {
+                    index = Some(open + i);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        if let Some(at) = index {
+            index_digits.push(position(at));
+        }
+    }
+    let inside = |at: usize| bodies.iter().any(|&(o, e)| o <= at && at <= e);
+    let mut from = 0;
+    while let Some(at) = text[from..].find("//").map(|i| i + from) {
+        from = at + 2;
+        let target = at + 3;
+        if comment_digits.len() >= bodies.len().max(1) {
+            break;
+        }
+        let ok = bytes
+            .get(target)
+            .is_some_and(|b| b.is_ascii_graphic() || *b == b' ');
+        if ok && !inside(at) && text.is_char_boundary(target) {
+            comment_digits.push(position(target));
+        }
+    }
+    EditorFile {
+        text: text.to_string(),
+        literal_digits,
+        index_digits,
+        comment_digits,
+    }
+}
+
+#[cfg(test)]
+mod real_file_tests {
+    use super::real_file_edits;
+
+    #[test]
+    fn real_file_edits_find_a_literal_an_index_and_a_comment_per_kernel() {
+        let text = "// header comment\n\
+                    __global__ void a(float *x) {\n\
+                    \x20   // inside: ignored 9.9\n\
+                    \x20   x[threadIdx.x + 1] = 0.5f;\n\
+                    }\n\
+                    __global__ void b(float *x);\n\
+                    // second comment\n\
+                    __global__ void c(float *x) { x[2] = 1.25f; }\n";
+        let e = real_file_edits(text);
+        assert_eq!(e.literal_digits, vec![(3, 27), (7, 39)]);
+        assert_eq!(e.index_digits, vec![(3, 20), (7, 32)]);
+        assert_eq!(e.comment_digits, vec![(0, 3), (6, 3)]);
+        let lines: Vec<&str> = text.lines().collect();
+        for &(l, c) in e.literal_digits.iter().chain(&e.index_digits) {
+            assert!(lines[l].as_bytes()[c].is_ascii_digit(), "{l}:{c}");
+        }
+    }
+}

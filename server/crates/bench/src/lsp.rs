@@ -243,12 +243,39 @@ fn read_message(reader: &mut impl BufRead) -> Option<Value> {
 /// [`gen::EditorFile`]; each kind cycles over the kernels), waiting for each version's check
 /// before the next edit.
 pub fn measure(binary: &Path, kernels: usize, edits: usize) -> Result<LspResults, String> {
-    let file = gen::editor_file(kernels);
+    measure_file(
+        binary,
+        &gen::editor_file(kernels),
+        kernels,
+        "editor_bench.cu",
+        edits,
+    )
+}
+
+/// [`measure`] on a real file: edits at the positions [`gen::real_file_edits`] finds (a float
+/// literal and an index digit per kernel, characters of comments).
+pub fn measure_real(binary: &Path, path: &Path, edits: usize) -> Result<LspResults, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = gen::real_file_edits(&text);
+    let kernels = text.matches("__global__").count();
+    let name = path
+        .file_name()
+        .map_or("real.cu".into(), |n| n.to_string_lossy().into_owned());
+    measure_file(binary, &file, kernels, &name, edits)
+}
+
+fn measure_file(
+    binary: &Path,
+    file: &gen::EditorFile,
+    kernels: usize,
+    name: &str,
+    edits: usize,
+) -> Result<LspResults, String> {
     let text = file.text.clone();
     let lines = text.lines().count();
     let dir = std::env::temp_dir().join(format!("cudarace-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let path = dir.join("editor_bench.cu");
+    let path = dir.join(name);
     std::fs::write(&path, &text).map_err(|e| e.to_string())?;
     let uri = format!("file://{}", path.display());
     let root = format!("file://{}", dir.display());

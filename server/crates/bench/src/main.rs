@@ -4,7 +4,8 @@
 //! (a) per-kernel analysis time over the fixtures, the examples and the realistic kernels of
 //!     `server/crates/bench/kernels/`;
 //! (b) scaling of five generated race-free families with their size;
-//! (c) editor latency and (d) server memory, driving `cudarace lsp` over stdio;
+//! (c) editor latency and (d) server memory, driving `cudarace lsp` over stdio (also on a
+//!     real file of many kernels with `--lsp-file PATH`);
 //! (e) project indexing: a generated CMake-like project of 200 translation units with a
 //!     compilation database ([`gen_project`]): the time `cudarace check` and `cudarace lsp` take
 //!     to build its launch index, and edits of a header kernel with the project against the same
@@ -58,6 +59,8 @@ struct Args {
     workers: usize,
     lsp_kernels: usize,
     lsp_edits: usize,
+    /// `--lsp-file PATH`: section (c) also on this real file.
+    lsp_file: Option<PathBuf>,
     size_limit_s: u64,
     one: Option<(usize, usize)>,
     /// `--write-project DIR`: write the project of section (e) there and exit.
@@ -74,6 +77,7 @@ fn parse_args() -> Result<Args, String> {
         workers,
         lsp_kernels: 50,
         lsp_edits: 100,
+        lsp_file: None,
         size_limit_s: 120,
         one: None,
         write_project: None,
@@ -89,6 +93,7 @@ fn parse_args() -> Result<Args, String> {
             "--lsp-edits" => {
                 a.lsp_edits = value()?.parse().map_err(|e| format!("--lsp-edits: {e}"))?
             }
+            "--lsp-file" => a.lsp_file = Some(PathBuf::from(value()?)),
             "--size-limit" => {
                 a.size_limit_s = value()?.parse().map_err(|e| format!("--size-limit: {e}"))?
             }
@@ -125,7 +130,7 @@ fn parse_args() -> Result<Args, String> {
             "-h" | "--help" => {
                 println!(
                     "bench [--reps N (3)] [--sections abcde (abcde)] [--workers N (cores)] [--lsp-edits N (100)] \
-                     [--size-limit SECONDS (120)]\n\
+                     [--lsp-file REAL.cu] [--size-limit SECONDS (120)]\n\
                      bench --write-project DIR   (writes the generated project of section e)\n\
                      bench --corpus DIR [--jobs N (2)] [--file-timeout SECONDS (60)] [--bin PATH] \
                      [--out RUN.jsonl] [--compare OLD.jsonl] [--sample-definite N --seed S [--sample-by-kernel]] [--no-tables]\n\
@@ -181,7 +186,7 @@ fn main() {
     if args.sections.contains('b') {
         section_b(&args);
     }
-    if args.sections.contains('c') || args.sections.contains('d') {
+    if args.sections.contains('c') || args.sections.contains('d') || args.lsp_file.is_some() {
         section_cd(&args);
     }
     if args.sections.contains('e') {
@@ -620,66 +625,88 @@ fn section_cd(args: &Args) {
         );
         return;
     };
-    match lsp::measure(&binary, args.lsp_kernels, args.lsp_edits) {
-        Err(e) => println!("not measured: {e}\n"),
-        Ok(r) => {
-            let edits = r.series.first().map_or(0, |s| s.check_ms.len());
-            println!(
-                "`{} lsp` over stdio: open a generated file of {} lines with {} kernels, wait \
-                 until its check is complete (`cudarace/stats` with `wait`), then {} \
-                 one-character edits of each kind below, each waited for before the next: a \
-                 digit of a float literal (kernel i mod {}; no access changes), a digit in an \
-                 index or loop step of a shared-memory access (`sdata[0]`, `temp[l - 3]`, \
-                 `j += 8`: that kernel's queries are solved again), a digit in a comment.\n",
-                binary.display(),
-                r.lines,
-                r.kernels,
-                edits,
-                r.kernels
-            );
-            println!("| measurement | median ms | p95 ms | max ms | queries solved (all edits / most per edit) |");
-            println!("|---|---:|---:|---:|---:|");
-            println!("| open → check complete | {} | | | |", fmt_ms(r.open_ms));
-            if let Some(p) = r.open_first_publish_ms {
-                println!("| open → first diagnostics | {} | | | |", fmt_ms(p));
-            }
-            for s in &r.series {
+    if args.sections.contains('c') || args.sections.contains('d') {
+        match lsp::measure(&binary, args.lsp_kernels, args.lsp_edits) {
+            Err(e) => println!("not measured: {e}\n"),
+            Ok(r) => {
+                let edits = r.series.first().map_or(0, |s| s.check_ms.len());
                 println!(
-                    "| edit ({}) → check complete | {} | {} | {} | {} / {} |",
-                    s.name,
-                    fmt_ms(s.check_ms.median()),
-                    fmt_ms(s.check_ms.percentile(95.0)),
-                    fmt_ms(s.check_ms.max()),
-                    s.queries_solved,
-                    s.max_queries_solved
+                    "`{} lsp` over stdio: open a generated file of {} lines with {} kernels, wait \
+                     until its check is complete (`cudarace/stats` with `wait`), then {} \
+                     one-character edits of each kind below, each waited for before the next: a \
+                     digit of a float literal (kernel i mod {}; no access changes), a digit in an \
+                     index or loop step of a shared-memory access (`sdata[0]`, `temp[l - 3]`, \
+                     `j += 8`: that kernel's queries are solved again), a digit in a comment.\n",
+                    binary.display(),
+                    r.lines,
+                    r.kernels,
+                    edits,
+                    r.kernels
                 );
-                if !s.publish_ms.is_empty() {
-                    println!(
-                        "| edit ({}) → diagnostics published | {} | {} | {} | |",
-                        s.name,
-                        fmt_ms(s.publish_ms.median()),
-                        fmt_ms(s.publish_ms.percentile(95.0)),
-                        fmt_ms(s.publish_ms.max())
-                    );
-                }
+                print_lsp_results(&r);
             }
-            let mb =
-                |kb: Option<u64>| kb.map_or("-".into(), |k| format!("{:.1}", k as f64 / 1024.0));
-            println!("\n| server memory | MiB |\n|---|---:|");
-            println!("| RSS after initialize | {} |", mb(r.rss_before_open_kb));
-            println!("| RSS after open + check | {} |", mb(r.rss_after_open_kb));
+        }
+    }
+    // A real file with many kernels (not bundled: its license is its own), given by path.
+    if let Some(path) = &args.lsp_file {
+        println!("### (c) on a real file: `{}`\n", path.display());
+        match lsp::measure_real(&binary, path, args.lsp_edits) {
+            Err(e) => println!("not measured: {e}\n"),
+            Ok(r) => {
+                println!(
+                    "The same measurements on a real file of {} lines with {} kernels: edits of \
+                     a digit after the point of a float literal and of a digit inside an index \
+                     (the first of each kernel, cycled), and of a character in a line comment \
+                     outside the kernels.\n",
+                    r.lines, r.kernels
+                );
+                print_lsp_results(&r);
+            }
+        }
+    }
+}
+
+fn print_lsp_results(r: &lsp::LspResults) {
+    println!("| measurement | median ms | p95 ms | max ms | queries solved (all edits / most per edit) |");
+    println!("|---|---:|---:|---:|---:|");
+    println!("| open → check complete | {} | | | |", fmt_ms(r.open_ms));
+    if let Some(p) = r.open_first_publish_ms {
+        println!("| open → first diagnostics | {} | | | |", fmt_ms(p));
+    }
+    for s in &r.series {
+        println!(
+            "| edit ({}) → check complete | {} | {} | {} | {} / {} |",
+            s.name,
+            fmt_ms(s.check_ms.median()),
+            fmt_ms(s.check_ms.percentile(95.0)),
+            fmt_ms(s.check_ms.max()),
+            s.queries_solved,
+            s.max_queries_solved
+        );
+        if !s.publish_ms.is_empty() {
             println!(
-                "| RSS after {} edits | {} |",
-                r.series.iter().map(|s| s.check_ms.len()).sum::<usize>(),
-                mb(r.rss_after_edits_kb)
-            );
-            println!("| peak RSS (VmHWM) | {} |", mb(r.peak_rss_kb));
-            println!(
-                "\nServer statistics after the last edit: `{}`\n",
-                r.last_stats
+                "| edit ({}) → diagnostics published | {} | {} | {} | |",
+                s.name,
+                fmt_ms(s.publish_ms.median()),
+                fmt_ms(s.publish_ms.percentile(95.0)),
+                fmt_ms(s.publish_ms.max())
             );
         }
     }
+    let mb = |kb: Option<u64>| kb.map_or("-".into(), |k| format!("{:.1}", k as f64 / 1024.0));
+    println!("\n| server memory | MiB |\n|---|---:|");
+    println!("| RSS after initialize | {} |", mb(r.rss_before_open_kb));
+    println!("| RSS after open + check | {} |", mb(r.rss_after_open_kb));
+    println!(
+        "| RSS after {} edits | {} |",
+        r.series.iter().map(|s| s.check_ms.len()).sum::<usize>(),
+        mb(r.rss_after_edits_kb)
+    );
+    println!("| peak RSS (VmHWM) | {} |", mb(r.peak_rss_kb));
+    println!(
+        "\nServer statistics after the last edit: `{}`\n",
+        r.last_stats
+    );
 }
 
 /// (e) a project: the launch index of a generated 200-unit project with a compilation database

@@ -24,8 +24,9 @@ struct HostEnv<'a, 't> {
 /// whole body once per local it looked up: seconds per file).
 #[derive(Default)]
 struct FunctionFacts<'t> {
-    /// Declarations (`init_declarator`, `declaration`, `function_declarator`), in walk order.
-    decls: Vec<Node<'t>>,
+    /// Declarations (`init_declarator`, `declaration`, `function_declarator`) by the names
+    /// they may declare, in walk order.
+    decls: std::collections::HashMap<String, Vec<Node<'t>>>,
     /// Nodes that may change a variable (see [`HostEnv::changes`]), in walk order.
     change_sites: Vec<Node<'t>>,
     /// More than [`MAX_FUNCTION_NODES`] nodes: nothing is known of the function's locals.
@@ -39,7 +40,7 @@ struct FunctionFacts<'t> {
 const MAX_FUNCTION_NODES: usize = 200_000;
 
 impl<'t> FunctionFacts<'t> {
-    fn of(body: Option<Node<'t>>) -> FunctionFacts<'t> {
+    fn of(body: Option<Node<'t>>, text: &str) -> FunctionFacts<'t> {
         let Some(body) = body else {
             // Outside a function: no locals; a `goto` cannot be ruled out.
             return FunctionFacts {
@@ -60,7 +61,34 @@ impl<'t> FunctionFacts<'t> {
                 };
             }
             match n.kind() {
-                "init_declarator" | "declaration" | "function_declarator" => facts.decls.push(n),
+                "init_declarator" | "function_declarator" => {
+                    let name = n.child_by_field_name("declarator").and_then(|d| {
+                        if n.kind() == "init_declarator" {
+                            declarator_name(d)
+                        } else {
+                            Some(d)
+                        }
+                    });
+                    if let Some(name) = name {
+                        facts
+                            .decls
+                            .entry(node_text(name, text).to_string())
+                            .or_default()
+                            .push(n);
+                    }
+                }
+                "declaration" => {
+                    let mut c = n.walk();
+                    for d in n.children_by_field_name("declarator", &mut c) {
+                        if d.kind() == "identifier" {
+                            facts
+                                .decls
+                                .entry(node_text(d, text).to_string())
+                                .or_default()
+                                .push(n);
+                        }
+                    }
+                }
                 "assignment_expression"
                 | "update_expression"
                 | "pointer_expression"
@@ -127,7 +155,7 @@ impl<'t> HostEnv<'_, 't> {
         if self.facts.too_big {
             return None;
         }
-        for &n in &self.facts.decls {
+        for &n in self.facts.decls.get(name).into_iter().flatten() {
             match n.kind() {
                 "init_declarator" => {
                     if let (Some(d), Some(v)) = (
@@ -926,7 +954,7 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                         let func_body = enclosing_function_body(n);
                         let facts = functions
                             .entry(func_body.map(|b| b.id()))
-                            .or_insert_with(|| std::rc::Rc::new(FunctionFacts::of(func_body)))
+                            .or_insert_with(|| std::rc::Rc::new(FunctionFacts::of(func_body, text)))
                             .clone();
                         let env = HostEnv {
                             tables,
@@ -1025,7 +1053,7 @@ fn runtime_api_launch<'t>(
         func_body,
         at: n.start_byte(),
         text,
-        facts: std::rc::Rc::new(FunctionFacts::of(func_body)),
+        facts: std::rc::Rc::new(FunctionFacts::of(func_body, text)),
     };
     Some(LaunchSite {
         kernel: node_text(name_node, text).to_string(),
