@@ -475,12 +475,11 @@ impl<'t> HostEnv<'_, 't> {
     /// The stores `name.x = e` that run before the launch, after `decl` (the declaration in
     /// scope), in source order: component and value.
     fn field_stores(&self, name: &str, decl: Node<'t>) -> Vec<(usize, Node<'t>)> {
-        let Some(body) = self.func_body else {
+        if self.func_body.is_none() || self.facts.too_big {
             return vec![];
-        };
+        }
         let mut out = Vec::new();
-        let mut stack = vec![body];
-        while let Some(n) = stack.pop() {
+        for &n in &self.facts.change_sites {
             if n.start_byte() >= self.at {
                 continue;
             }
@@ -494,10 +493,6 @@ impl<'t> HostEnv<'_, 't> {
                         out.push((n.start_byte(), d, v));
                     }
                 }
-            }
-            let mut c = n.walk();
-            for ch in n.named_children(&mut c) {
-                stack.push(ch);
             }
         }
         out.sort_by_key(|(at, _, _)| *at);
