@@ -26,6 +26,10 @@ const POLL: Duration = Duration::from_millis(20);
 
 type Key = (Query, Limits);
 
+/// The check waiting for an answer was cancelled.
+#[derive(Debug)]
+pub struct Cancelled;
+
 pub struct Slot {
     key: Key,
     token: CancelToken,
@@ -130,21 +134,45 @@ impl Inflight {
         cache: &AnswerCache,
     ) -> Option<Answer> {
         loop {
+            match self.wait_for(slot, cancel, cache, POLL) {
+                Ok(Some(answer)) => return Some(answer),
+                Ok(None) => {}
+                Err(Cancelled) => return None,
+            }
+        }
+    }
+
+    /// [`Inflight::wait`] for at most about `timeout`: `Ok(None)` when the answer is not there
+    /// by then, `Err` as soon as `cancel` is set.
+    pub fn wait_for(
+        &self,
+        slot: &Arc<Slot>,
+        cancel: &CancelToken,
+        cache: &AnswerCache,
+        timeout: Duration,
+    ) -> Result<Option<Answer>, Cancelled> {
+        let until = Instant::now() + timeout;
+        loop {
             if let Some(answer) = slot
                 .answer
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .clone()
             {
-                return Some(answer);
+                return Ok(Some(answer));
             }
             if cancel.is_cancelled() {
-                return None;
+                return Err(Cancelled);
             }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            let poll = left.min(POLL);
             // One waiter receives; the others wait for it to publish the answer.
             let received = match slot.rx.try_lock() {
                 Ok(mut rx) => {
-                    let received = match rx.as_ref().map(|rx| rx.recv_timeout(POLL)) {
+                    let received = match rx.as_ref().map(|rx| rx.recv_timeout(poll)) {
                         Some(Ok(answer)) => Some(answer),
                         Some(Err(RecvTimeoutError::Timeout)) | None => None,
                         Some(Err(RecvTimeoutError::Disconnected)) => Some(Answer::Unknown(
@@ -163,7 +191,7 @@ impl Inflight {
                 }
                 Err(_) => {
                     let guard = slot.answer.lock().unwrap_or_else(|p| p.into_inner());
-                    let _ = slot.ready.wait_timeout(guard, POLL);
+                    let _ = slot.ready.wait_timeout(guard, poll);
                     None
                 }
             };
@@ -174,9 +202,40 @@ impl Inflight {
                 if slots.get(&slot.key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
                     slots.remove(&slot.key);
                 }
-                return Some(answer);
+                return Ok(Some(answer));
             }
         }
+    }
+
+    /// A slot's answer if it is there now (storing it in `cache`), without waiting.
+    pub fn try_answer(&self, slot: &Arc<Slot>, cache: &AnswerCache) -> Option<Answer> {
+        if let Some(answer) = slot
+            .answer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            return Some(answer);
+        }
+        // Another waiter holds the receiver: it publishes the answer when it comes.
+        let mut rx = slot.rx.try_lock().ok()?;
+        let answer = match rx.as_ref()?.try_recv() {
+            Ok(answer) => answer,
+            Err(mpsc::TryRecvError::Empty) => return None,
+            Err(mpsc::TryRecvError::Disconnected) => {
+                Answer::Unknown("solver error: the worker lost the query".into())
+            }
+        };
+        *slot.answer.lock().unwrap_or_else(|p| p.into_inner()) = Some(answer.clone());
+        *rx = None;
+        drop(rx);
+        cache.insert(slot.key.0.clone(), slot.key.1, answer.clone());
+        slot.ready.notify_all();
+        let mut slots = self.shared.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if slots.get(&slot.key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            slots.remove(&slot.key);
+        }
+        Some(answer)
     }
 
     /// Drops a check's interest in its slots now (the check finished or its document closed).

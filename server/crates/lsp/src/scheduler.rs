@@ -136,6 +136,9 @@ enum Pending {
 }
 
 /// Checks one version. `only` restricts the check to the kernel with that key (fix verification).
+/// How long the check waits for one answer before it looks at every waiting kernel again.
+const FINISH_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Returns `None` when cancelled (nothing of a cancelled job is published or cached as final).
 pub fn run_check(
     engine: &Engine,
@@ -264,43 +267,87 @@ pub fn run_check(
         planned.push((*kernel, key, *fingerprint, plan, pending, *plan_time));
     }
 
-    for (kernel, key, fingerprint, plan, pending, plan_time) in planned {
-        let waited = Instant::now();
-        let mut answers = Vec::with_capacity(pending.len());
-        let mut complete = true;
-        for p in pending {
-            let answer = match p {
-                Pending::Ready(a) => a,
-                Pending::Solving(i) => {
-                    match engine.inflight.wait(&held[i], cancel, &engine.answers) {
-                        Some(answer) => answer,
-                        None => {
-                            // Superseded: the next check may still need these queries.
-                            engine.inflight.release_later(held);
-                            return None;
-                        }
-                    }
+    // Kernels are finished as their answers arrive, not in file order: a kernel whose queries
+    // are slow (a solver timeout) does not hold back the diagnostics of the kernels after it.
+    let mut waiting: Vec<_> = planned
+        .into_iter()
+        .map(|(kernel, key, fingerprint, plan, pending, plan_time)| {
+            let answers: Vec<Option<Answer>> = pending
+                .iter()
+                .map(|p| match p {
+                    Pending::Ready(a) => Some(a.clone()),
+                    Pending::Solving(_) => None,
+                })
+                .collect();
+            (kernel, key, fingerprint, plan, pending, plan_time, answers)
+        })
+        .collect();
+    let waited = Instant::now();
+    while !waiting.is_empty() {
+        let mut finished = Vec::new();
+        for (w, (_, _, _, _, pending, _, answers)) in waiting.iter_mut().enumerate() {
+            for (p, a) in pending.iter().zip(answers.iter_mut()) {
+                if let (Pending::Solving(i), None) = (p, &a) {
+                    *a = engine.inflight.try_answer(&held[*i], &engine.answers);
                 }
-            };
-            if let Answer::Unknown(reason) = &answer {
-                let reason = reason.to_ascii_lowercase();
-                complete &= !(reason.contains("cancel") || reason.contains("interrupt"));
             }
-            answers.push(answer);
+            if answers.iter().all(Option::is_some) {
+                finished.push(w);
+            }
         }
-        let time_ms = (plan_time + waited.elapsed()).as_secs_f64() * 1e3;
-        let report = match catch_unwind(AssertUnwindSafe(|| finish_kernel(plan, answers, time_ms)))
-        {
-            Ok(report) => report,
-            Err(_) => internal_error_report(kernel, "reading the solver's answers"),
-        };
-        if complete && !cancel.is_cancelled() {
-            engine.reports.insert(fingerprint, report.clone());
+        if finished.is_empty() {
+            // Nothing new: wait for the first missing answer of the first waiting kernel (a
+            // short wait; then every kernel is looked at again).
+            let first = waiting
+                .iter()
+                .find_map(|(_, _, _, _, pending, _, answers)| {
+                    pending.iter().zip(answers).find_map(|(p, a)| match (p, a) {
+                        (Pending::Solving(i), None) => Some(*i),
+                        _ => None,
+                    })
+                });
+            if let Some(i) = first {
+                if engine
+                    .inflight
+                    .wait_for(&held[i], cancel, &engine.answers, FINISH_POLL)
+                    .is_err()
+                {
+                    // Superseded: the next check may still need these queries.
+                    engine.inflight.release_later(held);
+                    return None;
+                }
+            }
+            continue;
         }
-        emit(CheckEvent::Kernel {
-            key: key.clone(),
-            report,
-        });
+        let mut done: Vec<_> = finished
+            .into_iter()
+            .rev()
+            .map(|w| waiting.remove(w))
+            .collect();
+        done.reverse();
+        for (kernel, key, fingerprint, plan, _, plan_time, answers) in done {
+            let answers: Vec<Answer> = answers.into_iter().flatten().collect();
+            let complete = answers.iter().all(|a| match a {
+                Answer::Unknown(reason) => {
+                    let reason = reason.to_ascii_lowercase();
+                    !(reason.contains("cancel") || reason.contains("interrupt"))
+                }
+                _ => true,
+            });
+            let time_ms = (plan_time + waited.elapsed()).as_secs_f64() * 1e3;
+            let report =
+                match catch_unwind(AssertUnwindSafe(|| finish_kernel(&plan, answers, time_ms))) {
+                    Ok(report) => report,
+                    Err(_) => internal_error_report(kernel, "reading the solver's answers"),
+                };
+            if complete && !cancel.is_cancelled() {
+                engine.reports.insert(fingerprint, report.clone());
+            }
+            emit(CheckEvent::Kernel {
+                key: key.clone(),
+                report,
+            });
+        }
     }
     engine.inflight.release(held);
     totals.time_ms = started.elapsed().as_secs_f64() * 1e3;
