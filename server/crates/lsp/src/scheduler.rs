@@ -336,7 +336,7 @@ pub fn run_check(
             });
             let time_ms = (plan_time + waited.elapsed()).as_secs_f64() * 1e3;
             let report =
-                match catch_unwind(AssertUnwindSafe(|| finish_kernel(&plan, answers, time_ms))) {
+                match catch_unwind(AssertUnwindSafe(|| finish_kernel(plan, answers, time_ms))) {
                     Ok(report) => report,
                     Err(_) => internal_error_report(kernel, "reading the solver's answers"),
                 };
