@@ -21,6 +21,9 @@ pub struct GeneratedKernel {
     pub text: String,
     /// The kernel uses `threadIdx.y` (launch it with `blockDim.y` in 1..=2).
     pub uses_y: bool,
+    /// The same kernel with some accesses written in C++ (see [`GenOptions::cxx`]): what the
+    /// checker is given, while the interpreter runs `text`. `None` when nothing was rewritten.
+    pub cxx_text: Option<String>,
 }
 
 /// The launch sizes the generated kernels are designed for (indices stay in bounds).
@@ -96,6 +99,13 @@ pub struct GenOptions {
     pub tiles: bool,
     /// A shared index table `p[threadIdx.x] = f(threadIdx.x)` used later as an index.
     pub tables: bool,
+    /// A second text of the kernel ([`GeneratedKernel::cxx_text`]) where some accesses are
+    /// written through C++: a lambda that stores (`[&](int k, int x) { s[k] = x; }`), a function
+    /// object's `operator()`, a small accessor class (`View{s}[i]`, `View{s}.get(i)`) and an
+    /// `int2` view of the array (`reinterpret_cast<int2 *>(s)[k / 2].x`). Same semantics, so a
+    /// race the interpreter sees in the plain kernel must not be missed in the C++ one: the
+    /// lowering of these constructs is checked against the interpreter.
+    pub cxx: bool,
 }
 
 impl Default for GenOptions {
@@ -104,6 +114,7 @@ impl Default for GenOptions {
             unsigned_wrap: true,
             tiles: true,
             tables: true,
+            cxx: true,
         }
     }
 }
@@ -163,12 +174,102 @@ pub fn generate_with(seed: u64, options: &GenOptions) -> GeneratedKernel {
     } else {
         text
     };
+    let cxx_text = if options.cxx {
+        cxx_rewrite(seed, &text)
+    } else {
+        None
+    };
     GeneratedKernel {
         seed,
         name,
         text,
         uses_y: g.uses_y,
+        cxx_text,
     }
+}
+
+/// Definitions the C++ forms of [`cxx_rewrite`] use, put before the kernel.
+const CXX_PRELUDE: &str = "\
+struct View {
+    int *p;
+    __device__ int &operator[](int i) const { return p[i]; }
+    __device__ int get(int i) const { return p[i]; }
+};
+struct Store {
+    __device__ void operator()(int *q, int k, int x) const { q[k] = x; }
+};
+";
+
+/// Rewrites some plain stores `a[i] = x;` and loads `v = a[i];` / `v += a[i];` of the kernel
+/// into equivalent C++ forms (see [`GenOptions::cxx`]). A separate random stream decides them.
+/// `None` when no line was rewritten.
+fn cxx_rewrite(seed: u64, text: &str) -> Option<String> {
+    let mut rng = Rng::new(seed ^ 0x6378_7863_7878_6378);
+    if !rng.chance(60) {
+        return None;
+    }
+    let mut out = String::from(CXX_PRELUDE);
+    let mut changed = false;
+    for line in text.lines() {
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let body = line.trim_start();
+        let rewritten = cxx_store(body, &mut rng)
+            .or_else(|| cxx_load(body, &mut rng))
+            .filter(|_| rng.chance(50));
+        match rewritten {
+            Some(r) => {
+                changed = true;
+                let _ = writeln!(out, "{indent}{r}");
+            }
+            None => {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
+    changed.then_some(out)
+}
+
+/// `a[i] = x;` for one of the kernel's `int` arrays (no nested `]` in `x`), as (a, i, x).
+fn split_store(body: &str) -> Option<(&str, &str, &str)> {
+    let (lhs, rhs) = body.strip_suffix(';')?.split_once(" = ")?;
+    let (a, rest) = lhs.split_once('[')?;
+    let i = rest.strip_suffix(']')?;
+    if !matches!(a, "s" | "t" | "g" | "p") || i.contains(']') && !i.ends_with(']') {
+        return None;
+    }
+    Some((a, i, rhs))
+}
+
+fn cxx_store(body: &str, rng: &mut Rng) -> Option<String> {
+    let (a, i, x) = split_store(body)?;
+    let shared = matches!(a, "s" | "t" | "p");
+    Some(match rng.weighted(&[3, 2, 3, if shared { 3 } else { 0 }]) {
+        0 => format!("{{ auto cx_put = [&](int k, int x) {{ {a}[k] = x; }}; cx_put({i}, {x}); }}"),
+        1 => format!("Store{{}}({a}, {i}, {x});"),
+        2 => format!("{{ View cx_w{{{a}}}; cx_w[{i}] = {x}; }}"),
+        _ => format!(
+            "{{ int cx_k = {i}; int cx_x = {x}; if (cx_k % 2 == 0) reinterpret_cast<int2 *>({a})[cx_k / 2].x = cx_x; else reinterpret_cast<int2 *>({a})[cx_k / 2].y = cx_x; }}"
+        ),
+    })
+}
+
+/// `v = a[i];` or `v += a[i];`.
+fn cxx_load(body: &str, rng: &mut Rng) -> Option<String> {
+    let (op, rest) = if let Some(r) = body.strip_prefix("v = ") {
+        ("=", r)
+    } else {
+        ("+=", body.strip_prefix("v += ")?)
+    };
+    let (a, rest) = rest.strip_suffix(';')?.split_once('[')?;
+    let i = rest.strip_suffix(']')?;
+    if !matches!(a, "s" | "t" | "g" | "h" | "p") || i.contains('[') {
+        return None;
+    }
+    Some(match rng.weighted(&[1, 1, 1]) {
+        0 => format!("v {op} [&](int k) {{ return {a}[k]; }}({i});"),
+        1 => format!("v {op} View{{{a}}}.get({i});"),
+        _ => format!("{{ const View cx_r{{{a}}}; v {op} cx_r[{i}]; }}"),
+    })
 }
 
 /// Inserts statements on a two-dimensional shared tile `m[8][16]` (row-major indices, transposed
@@ -743,6 +844,7 @@ mod tests {
             unsigned_wrap: false,
             tiles: false,
             tables: false,
+            cxx: false,
         };
         let all_off: String = (0..300).map(|s| generate_with(s, &off).text).collect();
         assert!(!all_off.contains("threadIdx.x - ") && !all_off.contains("tid < blockDim.x - "));
@@ -753,6 +855,7 @@ mod tests {
             unsigned_wrap: true,
             tiles: false,
             tables: false,
+            cxx: false,
         };
         for seed in 0..300 {
             let (a, b) = (
@@ -761,6 +864,42 @@ mod tests {
             );
             assert_eq!(a.lines().count(), b.lines().count(), "seed {seed}");
         }
+    }
+
+    /// The C++ text differs from the plain one only in rewritten accesses (same line count after
+    /// the prelude), and every form shows up over a few hundred seeds.
+    #[test]
+    fn cxx_forms_rewrite_accesses_only() {
+        let mut rewritten = 0;
+        let mut forms = [0usize; 7];
+        let marks = [
+            "cx_put(",
+            "Store{}(",
+            "cx_w[",
+            "reinterpret_cast<int2 *>",
+            "[&](int k) { return",
+            ".get(",
+            "cx_r[",
+        ];
+        for seed in 0..300 {
+            let g = generate(seed);
+            let Some(cxx) = &g.cxx_text else { continue };
+            rewritten += 1;
+            let body = cxx
+                .strip_prefix(CXX_PRELUDE)
+                .expect("the prelude comes first");
+            assert_eq!(body.lines().count(), g.text.lines().count(), "seed {seed}");
+            for (plain, c) in g.text.lines().zip(body.lines()) {
+                if plain != c {
+                    assert!(marks.iter().any(|m| c.contains(m)), "seed {seed}: {c}");
+                }
+            }
+            for (k, m) in marks.iter().enumerate() {
+                forms[k] += usize::from(body.contains(m));
+            }
+        }
+        assert!((100..=250).contains(&rewritten), "{rewritten} of 300");
+        assert!(forms.iter().all(|&n| n > 0), "{forms:?}");
     }
 
     #[test]
@@ -790,6 +929,7 @@ mod tests {
             unsigned_wrap: true,
             tiles: false,
             tables: false,
+            cxx: false,
         };
         let tiled = GenOptions {
             tables: false,

@@ -8,6 +8,10 @@
 //! Size: `CUDARACE_DIFF_KERNELS` (default 60) kernels from seed `CUDARACE_DIFF_SEED` (default 1).
 //! `CUDARACE_DIFF_WRAP=1` (the default) adds conditions whose unsigned arithmetic wraps
 //! (`threadIdx.x - 1 > 5`, `tid < blockDim.x - 3`); `CUDARACE_DIFF_WRAP=0` leaves them out. `CUDARACE_DIFF_TILES=0` leaves out the 2-D tile statements.
+//! `CUDARACE_DIFF_CXX=0` leaves out the C++ forms: by default some kernels are given to the
+//! checker with accesses written through lambdas, function objects, an accessor class and `int2`
+//! views ([`GenOptions::cxx`]) while the interpreter runs the plain kernel, so the lowering of
+//! those constructs is held to the same soundness.
 //! `CUDARACE_DIFF_SHOW=N` prints N notes.
 
 use cudarace_analysis::{analyze_source, Options};
@@ -111,6 +115,9 @@ struct Stats {
     unconfirmed_findings: u64,
     confirmed_findings: u64,
     checker_unknown: u64,
+    /// Kernels given to the checker in their C++ form, and launches of them it left unknown.
+    cxx_kernels: u64,
+    cxx_unknown: u64,
     /// Launches whose alarms were not judged because the interpreter stopped at a divergence.
     unjudged_after_divergence: u64,
     inconclusive_reasons: std::collections::BTreeMap<String, u64>,
@@ -130,6 +137,7 @@ fn checker_never_misses_what_the_interpreter_sees() {
         unsigned_wrap: env_u64("CUDARACE_DIFF_WRAP", 1) != 0,
         tiles: env_u64("CUDARACE_DIFF_TILES", 1) != 0,
         tables: env_u64("CUDARACE_DIFF_TABLES", 1) != 0,
+        cxx: env_u64("CUDARACE_DIFF_CXX", 1) != 0,
     };
     let pool = SolverPool::new(2);
     let mut st = Stats::default();
@@ -153,12 +161,18 @@ fn checker_never_misses_what_the_interpreter_sees() {
                 continue;
             }
         };
+        // What the checker is given: the C++ text when there is one (the interpreter runs the
+        // plain kernel, which means the same).
+        let checked = gk.cxx_text.as_deref().unwrap_or(&gk.text);
+        if gk.cxx_text.is_some() {
+            st.cxx_kernels += 1;
+        }
         for (block, grid) in launches_for(seed, gk.uses_y) {
             st.checked_launches += 1;
             let mut opts = Options::default();
             opts.check.launch_override = launch_config(block, grid);
             let t0 = std::time::Instant::now();
-            let fr = analyze_source(None, &gk.text, &opts, &pool);
+            let fr = analyze_source(None, checked, &opts, &pool);
             if std::env::var("CUDARACE_DIFF_VERBOSE").is_ok() {
                 println!(
                     "seed {seed} {:?}/{:?}: {:.0} ms, {} queries, {}",
@@ -211,6 +225,13 @@ fn checker_never_misses_what_the_interpreter_sees() {
             let undecided = matches!(report.verdict, Verdict::Unknown | Verdict::Unsupported);
             if undecided {
                 st.checker_unknown += 1;
+                if gk.cxx_text.is_some() {
+                    st.cxx_unknown += 1;
+                    st.notes.push(format!(
+                        "C++ form left unknown, seed {seed}: {}\n{checked}",
+                        summarize(report)
+                    ));
+                }
             }
             let mut ok = true;
             if let Some(r) = racy_run {
@@ -218,8 +239,9 @@ fn checker_never_misses_what_the_interpreter_sees() {
                 if report.verdict == Verdict::RaceFree {
                     ok = false;
                     st.violations.push(format!(
-                        "MISSED RACE, seed {seed}, {launch_desc}\n--- kernel ---\n{}--- interpreter ---\n{}--- checker ---\n{}\n",
+                        "MISSED RACE, seed {seed}, {launch_desc}\n--- kernel ---\n{}--- checked text ---\n{}--- interpreter ---\n{}--- checker ---\n{}\n",
                         gk.text,
+                        checked,
                         r.describe(&gk.text),
                         summarize(report)
                     ));
@@ -247,8 +269,9 @@ fn checker_never_misses_what_the_interpreter_sees() {
                 {
                     ok = false;
                     st.violations.push(format!(
-                        "MISSED DIVERGENCE, seed {seed}, {launch_desc}\n--- kernel ---\n{}--- interpreter ---\n{}--- checker ---\n{}\n",
+                        "MISSED DIVERGENCE, seed {seed}, {launch_desc}\n--- kernel ---\n{}--- checked text ---\n{}--- interpreter ---\n{}--- checker ---\n{}\n",
                         gk.text,
+                        checked,
                         r.describe(&gk.text),
                         summarize(report)
                     ));
@@ -261,6 +284,10 @@ fn checker_never_misses_what_the_interpreter_sees() {
             // (what follows is undefined), so alarms in such launches are not judged.
             if divergent_run.is_some() {
                 st.unjudged_after_divergence += 1;
+                continue;
+            }
+            // The C++ text's spans are not the plain kernel's: its alarms are not matched.
+            if gk.cxx_text.is_some() {
                 continue;
             }
             let all_complete = runs.iter().all(|r| r.is_complete());
@@ -323,6 +350,10 @@ fn checker_never_misses_what_the_interpreter_sees() {
         st.launches_with_divergence
     );
     println!("  checker unknown/unsupported  {}", st.checker_unknown);
+    println!(
+        "  given in C++ form            {} kernels ({} launches unknown)",
+        st.cxx_kernels, st.cxx_unknown
+    );
     println!("  agreements (sound)           {}", st.agreements);
     println!("  soundness violations         {}", st.violations.len());
     println!(

@@ -207,6 +207,13 @@ impl<'a, 't> Lowerer<'a, 't> {
                                 Err(v) => Err(v),
                             }
                         }
+                        // `View{p}.get(i)`: a method of a temporary object.
+                        None if op == "." && o.kind() == "compound_literal_expression" => {
+                            match self.temporary_object(o, false) {
+                                Some(ob) => Ok(ob),
+                                None => Err(self.expr(o)),
+                            }
+                        }
                         // `corners[0].set(x, y)` on a thread-private array of objects.
                         None if op == "." => match self.private_element_object(o) {
                             Some(ob) => Ok(ob),

@@ -587,6 +587,17 @@ impl<'a, 't> Lowerer<'a, 't> {
     /// `Add{}`, `Add{1.0f}`, `Add()`: a temporary object of a class of the file with an
     /// `operator()` and no user-declared constructor.
     pub(crate) fn functor_temporary(&mut self, n: Node) -> Option<Rc<objects::Object>> {
+        self.temporary_object(n, true)
+    }
+
+    /// `View{p}`, `View{}`, `View()`: a temporary object of a class of the file with no
+    /// user-declared constructor (its members from the list, in order), for a method called on
+    /// it (`View{p}.get(i)`); with `callable`, only of a class with an `operator()`.
+    pub(crate) fn temporary_object(
+        &mut self,
+        n: Node,
+        callable: bool,
+    ) -> Option<Rc<objects::Object>> {
         let n = strip_parens(n);
         let (ty, list) = match n.kind() {
             "compound_literal_expression" => (
@@ -603,7 +614,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             return None;
         }
         let class = self.class_of(&self.text(ty))?;
-        if !self.class_has_method(&class, OPERATOR_CALL) {
+        if callable && !self.class_has_method(&class, OPERATOR_CALL) {
             return None;
         }
         if matches!(self.tab.classes.get(&class), Some(Some(c)) if c.has_constructor) {
