@@ -77,6 +77,31 @@ impl Seg {
 }
 
 fn product(a: &[Seg], b: &[Seg]) -> Vec<Seg> {
+    // More alternatives with accesses than the cap keeps: `cap` would merge them into one
+    // segment holding every execution of `a` and `b`; build that directly (each alternative of
+    // the product repeats the executions of its parts, and a long nest of loops made millions).
+    let with_accesses = a
+        .iter()
+        .map(|x| {
+            if x.insts.is_empty() {
+                b.iter().filter(|y| !y.insts.is_empty()).count()
+            } else {
+                b.len()
+            }
+        })
+        .sum::<usize>();
+    if with_accesses > MAX_ALTERNATIVES {
+        let mut merged = Seg::default();
+        let mut seen = std::collections::HashSet::new();
+        for s in a.iter().chain(b) {
+            for i in &s.insts {
+                if seen.insert(i) {
+                    merged.insts.push(i.clone());
+                }
+            }
+        }
+        return vec![merged];
+    }
     let mut out = Vec::new();
     for x in a {
         for y in b {
@@ -92,10 +117,14 @@ fn cap(segs: Vec<Seg>) -> Vec<Seg> {
     if segs.len() <= MAX_ALTERNATIVES {
         return segs;
     }
+    // Each execution once, in order of first appearance (a set: the alternatives of a long
+    // nest of loops hold thousands of executions, and comparing each with every one kept was
+    // quadratic).
     let mut merged = Seg::default();
+    let mut seen = std::collections::HashSet::new();
     for s in segs {
         for i in s.insts {
-            if !merged.insts.contains(&i) {
+            if seen.insert(i.clone()) {
                 merged.insts.push(i);
             }
         }

@@ -50,7 +50,7 @@ pub enum Term {
 
 /// How many nodes of a term its hash looks at (breadth first: the operator and operands near
 /// the top, where terms differ most).
-const HASHED_NODES: usize = 512;
+const HASHED_NODES: usize = 128;
 
 /// A hash of the top of the term, consistent with `==` (equal terms have equal tops). A term's
 /// tree can be far larger than its graph (guards merged from branches share their parts), and
