@@ -29,6 +29,10 @@ pub struct Launch {
     /// so the parameters satisfy one site's bindings (see [`Launch::param_facts`]). Empty when
     /// the file does not launch the kernel.
     pub param_sites: Vec<Vec<(String, Term)>>,
+    /// Per site (as [`Launch::param_sites`]), conditions that hold when it launches: the `if`s
+    /// around it (`numImages % 128 == 0`) and the sizes it may take (`blockDim.y == 4 ||
+    /// blockDim.y == 8`).
+    pub site_conditions: Vec<Vec<Term>>,
     /// `__launch_bounds__(T)` with a template parameter `T` (its query variable): the block has
     /// at most `T` threads (see [`Launch::param_facts`]).
     pub threads_bound_param: Option<String>,
@@ -113,8 +117,26 @@ pub fn resolve(
         .collect();
     // Block and grid sizes are taken from the sites separately: `<<<(n + 127) / 128, 128>>>`
     // fixes the block even though the grid is computed.
-    let all_const_block = !sites.is_empty() && sites.iter().all(|s| s.block_dim.is_some());
-    let all_const_grid = !sites.is_empty() && sites.iter().all(|s| s.grid_dim.is_some());
+    // A site's values of one dimension: its constant, or the few constants it may be.
+    let site_values = |s: &cudarace_ir::LaunchSite, block: bool, d: usize| -> Option<Vec<u64>> {
+        let (fixed, values) = if block {
+            (s.block_dim, &s.block_values)
+        } else {
+            (s.grid_dim, &s.grid_values)
+        };
+        match fixed {
+            Some(v) => Some(vec![v[d]]),
+            None => values.as_ref().map(|v| v[d].clone()),
+        }
+    };
+    let all_const_block = !sites.is_empty()
+        && sites
+            .iter()
+            .all(|s| s.block_dim.is_some() || s.block_values.is_some());
+    let all_const_grid = !sites.is_empty()
+        && sites
+            .iter()
+            .all(|s| s.grid_dim.is_some() || s.grid_values.is_some());
     let site_dim = |block: bool, d: usize| -> Option<DimSpec> {
         if !(if block {
             all_const_block
@@ -125,13 +147,8 @@ pub fn resolve(
         }
         let mut vals: Vec<u64> = sites
             .iter()
-            .filter_map(|s| {
-                if block {
-                    s.block_dim.map(|b| b[d])
-                } else {
-                    s.grid_dim.map(|g| g[d])
-                }
-            })
+            .filter_map(|s| site_values(s, block, d))
+            .flatten()
             .collect();
         vals.sort_unstable();
         vals.dedup();
@@ -225,11 +242,15 @@ pub fn resolve(
                 out.extend(bind(&[*p], std::slice::from_ref(&Some(a.clone()))));
             }
             for d in 0..3 {
-                if let (true, Some(b)) = (varies(&block_picked, d), s.block_dim) {
-                    out.push((format!("blockDim.{}", DIM_NAMES[d]), int(b[d] as i64)));
-                }
-                if let (true, Some(g)) = (varies(&grid_picked, d), s.grid_dim) {
-                    out.push((format!("gridDim.{}", DIM_NAMES[d]), int(g[d] as i64)));
+                for (block, picked, name) in [
+                    (true, &block_picked, "blockDim"),
+                    (false, &grid_picked, "gridDim"),
+                ] {
+                    if let (true, Some([v])) =
+                        (varies(picked, d), site_values(s, block, d).as_deref())
+                    {
+                        out.push((format!("{name}.{}", DIM_NAMES[d]), int(*v as i64)));
+                    }
                 }
             }
             // The grid computed from passed values (`dim3 grid(DIVUP(n, 64))`): `gridDim.x` is
@@ -255,6 +276,69 @@ pub fn resolve(
             out
         })
         .collect();
+    // What holds when a site launches: the conditions around it, and the sizes it may take
+    // where it may take several.
+    let site_conditions = sites
+        .iter()
+        .map(|s| {
+            let mut out = Vec::new();
+            for d in 0..3 {
+                for (block, picked, name) in [
+                    (true, &block_picked, "blockDim"),
+                    (false, &grid_picked, "gridDim"),
+                ] {
+                    match site_values(s, block, d) {
+                        Some(vs) if varies(picked, d) && vs.len() > 1 => {
+                            let v = Term::var(format!("{name}.{}", DIM_NAMES[d]));
+                            out.push(or(vs
+                                .iter()
+                                .map(|n| eq(v.clone(), int(*n as i64)))
+                                .collect()));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            // A `bool` parameter the site passes a constant to (`k<4, false>`): a condition
+            // on its (boolean) variable.
+            let mut flags: Vec<(&cudarace_ir::Param, &SiteValue)> = Vec::new();
+            if s.args.len() == call_params.len() {
+                flags.extend(
+                    call_params
+                        .iter()
+                        .copied()
+                        .zip(&s.args)
+                        .filter_map(|(p, a)| Some((p, a.as_ref()?))),
+                );
+            }
+            for p in &template_params {
+                if let Some(Some(a)) = p
+                    .template_index
+                    .and_then(|i| s.template_args.get(i as usize))
+                {
+                    flags.push((p, a));
+                }
+            }
+            for (p, a) in flags {
+                if p.value.is_some() || p.ty != ScalarType::Bool {
+                    continue;
+                }
+                if let Some(k) = site_term_with(a, &|_| None).as_ref().and_then(as_int) {
+                    let v = Term::var(format!("param.{}", p.name));
+                    out.push(if k != 0 { v } else { not(v) });
+                }
+            }
+            if s.args.len() == call_params.len() {
+                out.extend(
+                    s.conditions
+                        .iter()
+                        .filter_map(|c| site_term_with(c, &arg_param))
+                        .map(truth),
+                );
+            }
+            out
+        })
+        .collect();
     let threads_bound_param = kernel
         .launch_bounds_param
         .and_then(|p| kernel.params.get(p.0 as usize))
@@ -264,8 +348,74 @@ pub fn resolve(
         grid,
         max_threads,
         param_sites,
+        site_conditions,
         threads_bound_param,
         warning,
+    }
+}
+
+/// `t != 0`, as a condition (a comparison's 0/1 flag is its comparison).
+fn truth(t: Term) -> Term {
+    if let Term::Ite(c, a, b) = &t {
+        if as_int(a) == Some(1) && as_int(b) == Some(0) {
+            return (**c).clone();
+        }
+    }
+    not(eq(t, int(0)))
+}
+
+/// `t` (integers, `?:` and `+ - *` of them) as a `?:` tree with integer leaves: a divisor
+/// `32 * (c ? 4 : 1)` is `c ? 128 : 32`.
+fn int_cases(t: &Term, depth: u32) -> Option<Term> {
+    if depth > 8 {
+        return None;
+    }
+    let two = |a: &Term, b: &Term, f: &dyn Fn(Term, Term) -> Term| -> Option<Term> {
+        if let Term::Ite(c, x, y) = a {
+            return Some(ite(
+                (**c).clone(),
+                int_cases(&f((**x).clone(), b.clone()), depth + 1)?,
+                int_cases(&f((**y).clone(), b.clone()), depth + 1)?,
+            ));
+        }
+        if let Term::Ite(c, x, y) = b {
+            return Some(ite(
+                (**c).clone(),
+                int_cases(&f(a.clone(), (**x).clone()), depth + 1)?,
+                int_cases(&f(a.clone(), (**y).clone()), depth + 1)?,
+            ));
+        }
+        None
+    };
+    match t {
+        Term::Int(_) => Some(t.clone()),
+        Term::Ite(c, x, y) => Some(ite(
+            (**c).clone(),
+            int_cases(x, depth + 1)?,
+            int_cases(y, depth + 1)?,
+        )),
+        Term::Mul(ts) if ts.len() == 2 => two(&ts[0], &ts[1], &mul),
+        Term::Add(ts) if ts.len() == 2 => two(&ts[0], &ts[1], &add),
+        Term::Sub(a, b) => two(a, b, &sub),
+        _ => None,
+    }
+}
+
+/// `a / b` or `a % b` (C) for a divisor that is a positive constant in every case of
+/// [`int_cases`]; `None` for a divisor that may be 0 or is not known.
+fn divide(a: Term, b: &Term, is_div: bool) -> Option<Term> {
+    match &int_cases(b, 0)? {
+        Term::Int(k) if *k > 0 => Some(if is_div {
+            div(a, int(*k))
+        } else {
+            rem(a, int(*k))
+        }),
+        Term::Ite(c, x, y) => Some(ite(
+            (**c).clone(),
+            divide(a.clone(), x, is_div)?,
+            divide(a, y, is_div)?,
+        )),
+        _ => None,
     }
 }
 
@@ -278,6 +428,11 @@ fn site_term_with(v: &SiteValue, arg: &dyn Fn(u32) -> Option<Term>) -> Option<Te
         SiteValue::BlockDim(d) => Term::var(format!("blockDim.{}", d.name())),
         SiteValue::Mul(a, b) => mul(site_term_with(a, arg)?, site_term_with(b, arg)?),
         SiteValue::Arg(j) => arg(*j)?,
+        SiteValue::Select(c, a, b) => ite(
+            truth(site_term_with(c, arg)?),
+            site_term_with(a, arg)?,
+            site_term_with(b, arg)?,
+        ),
         SiteValue::Op(op, a, b) => {
             let (a, b) = (site_term_with(a, arg)?, site_term_with(b, arg)?);
             let flag = |c: Term| ite(c, int(1), int(0));
@@ -286,16 +441,9 @@ fn site_term_with(v: &SiteValue, arg: &dyn Fn(u32) -> Option<Term>) -> Option<Te
                 BinOp::Sub => sub(a, b),
                 BinOp::Mul => mul(a, b),
                 // C division and remainder; a divisor that may be 0 is not a relation.
-                BinOp::Div | BinOp::Rem => {
-                    if as_int(&b).is_none_or(|k| k <= 0) {
-                        return None;
-                    }
-                    if *op == BinOp::Div {
-                        div(a, b)
-                    } else {
-                        rem(a, b)
-                    }
-                }
+                BinOp::Div | BinOp::Rem => divide(a, &b, *op == BinOp::Div)?,
+                BinOp::And => flag(and(vec![truth(a), truth(b)])),
+                BinOp::Or => flag(or(vec![truth(a), truth(b)])),
                 BinOp::Lt => flag(lt(a, b)),
                 BinOp::Le => flag(le(a, b)),
                 BinOp::Gt => flag(lt(b, a)),
@@ -383,6 +531,21 @@ impl Launch {
             })
     }
 
+    /// The parameters some site computes a launch size from (`blockDim.x == n / 8`).
+    pub fn size_relation_params(&self) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        for (p, t) in self.param_sites.iter().flatten() {
+            if p.starts_with("blockDim.") || p.starts_with("gridDim.") {
+                visit_vars(t, &mut |v| {
+                    if v.starts_with("param.") {
+                        out.insert(v.to_string());
+                    }
+                });
+            }
+        }
+        out
+    }
+
     pub fn param_facts(&self, has: &dyn Fn(&str) -> bool) -> Vec<Term> {
         let mut facts = Vec::new();
         // `__launch_bounds__(T)`: a launch with more than `T` threads per block fails.
@@ -410,7 +573,22 @@ impl Launch {
             return vec![];
         }
         let mut alternatives = Vec::new();
-        for site in &self.param_sites {
+        let known = |t: &Term| {
+            let mut vars = std::collections::BTreeSet::new();
+            collect_vars(t, &mut vars);
+            vars.iter()
+                .all(|v| has(v) || v.starts_with("blockDim.") || v.starts_with("gridDim."))
+        };
+        for (i, site) in self.param_sites.iter().enumerate() {
+            // Conditions that name only what the query has (or launch sizes).
+            let conditions: Vec<Term> = self
+                .site_conditions
+                .get(i)
+                .into_iter()
+                .flatten()
+                .filter(|c| known(c))
+                .cloned()
+                .collect();
             // A binding counts when the query mentions its subject, or, for a grid or block
             // relation, a parameter it relates the size to.
             // A launch size of the site always counts (sizes vary between sites only when
@@ -434,6 +612,7 @@ impl Launch {
                             && as_int(t).is_some()
                 })
                 .map(|(p, t)| eq(Term::var(p.clone()), t.clone()))
+                .chain(conditions)
                 .collect();
             if binds.is_empty() {
                 return vec![];
@@ -651,6 +830,9 @@ mod tests {
             template_args: vec![],
             grid_relations: [None, None, None],
             block_relations: [None, None, None],
+            grid_values: None,
+            block_values: None,
+            conditions: vec![],
         });
         file.header_launch.grid_dim = [Some(2), None, None];
         let mut ov = LaunchConfig::default();
