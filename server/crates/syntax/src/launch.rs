@@ -19,6 +19,10 @@ struct HostEnv<'a, 't> {
     changes: std::cell::RefCell<std::collections::HashMap<String, std::rc::Rc<[Node<'t>]>>>,
     /// [`HostEnv::has_goto`], once asked.
     goto: std::cell::OnceCell<bool>,
+    /// While a condition around the launch is read: where it starts (or where the local it
+    /// names was declared). A passed value named in it needs to stay the same from there to
+    /// the launch only (see [`HostEnv::unchanged`]).
+    since: std::cell::Cell<Option<usize>>,
 }
 
 impl ConstEnv for HostEnv<'_, '_> {
@@ -305,10 +309,41 @@ impl<'t> HostEnv<'_, 't> {
             .into_iter()
             .filter(|(is_id, _)| *is_id)
             .all(|(_, name)| {
-                self.changes(name)
-                    .iter()
-                    .all(|c| !self.may_precede_launch(*c))
+                self.changes(name).iter().all(|c| match self.since.get() {
+                    None => !self.may_precede_launch(*c),
+                    Some(since) => !self.may_run_between(since, *c),
+                })
             })
+    }
+
+    /// Whether the change `c` may run after `since` (a condition around the launch) and before
+    /// the launch: it comes between them in the text, or after the launch inside a loop that
+    /// holds the launch but not the condition (a loop around both evaluates the condition
+    /// again). A change before the condition cannot come between them: a loop holding it and
+    /// the launch holds the condition too.
+    fn may_run_between(&self, since: usize, c: Node<'t>) -> bool {
+        if c.start_byte() < since {
+            return false;
+        }
+        if c.start_byte() < self.at {
+            return true;
+        }
+        let mut p = c.parent();
+        while let Some(a) = p {
+            if Some(a) == self.func_body {
+                break;
+            }
+            let is_loop = matches!(
+                a.kind(),
+                "for_statement" | "while_statement" | "do_statement" | "for_range_loop"
+            );
+            let holds_launch = a.start_byte() <= self.at && self.at < a.end_byte();
+            if is_loop && holds_launch && a.start_byte() > since {
+                return true;
+            }
+            p = a.parent();
+        }
+        self.has_goto()
     }
 
     /// Whether the change `n` may run before the launch: it comes before it in the text, or
@@ -762,15 +797,24 @@ impl<'t> HostEnv<'_, 't> {
             return out;
         };
         let args = self.list_texts(list);
+        // The size is computed at the launch, or where its `dim3` local is declared (its field
+        // stores come later): a passed value it names needs to stay the same from there on.
+        let since = match size.kind() {
+            "identifier" => self
+                .local_init(node_text(size, self.text))
+                .map_or(0, |(_, decl)| decl.start_byte()),
+            _ => self.at,
+        };
         for (d, comp) in self.dim_texts(size, 0).iter().enumerate().take(3) {
             let (text, tree) = crate::parse::parse_snippet_body(comp);
             let Some(e) = crate::consteval::snippet_expr(&tree) else {
                 continue;
             };
-            if let Some(v) = self.relation(e, &text, &args, 0) {
-                if mentions_arg(&v) {
-                    out[d] = Some(v);
-                }
+            self.since.set(Some(since));
+            let v = self.relation(e, &text, &args, 0);
+            self.since.set(None);
+            if let Some(v) = v.filter(mentions_arg) {
+                out[d] = Some(v);
             }
         }
         out
@@ -898,11 +942,18 @@ impl<'t> HostEnv<'_, 't> {
                     // also named in a launch size's text or a macro's expansion (both read at
                     // the launch).
                     if call_args.is_none() {
-                        let (init, _) = self.local_init(&name)?;
+                        let (init, decl) = self.local_init(&name)?;
                         if init.kind().ends_with("_list") {
                             return None;
                         }
-                        return self.relation(init, self.text, args, depth + 1);
+                        // Its initializer's values are those at the declaration.
+                        let since = self.since.get();
+                        if let Some(at) = since {
+                            self.since.set(Some(at.min(decl.start_byte())));
+                        }
+                        let v = self.relation(init, self.text, args, depth + 1);
+                        self.since.set(since);
+                        return v;
                     }
                     return None;
                 };
@@ -1223,7 +1274,10 @@ impl<'t> HostEnv<'_, 't> {
 
     /// `c` in terms of the call's arguments, if it mentions one.
     fn condition(&self, c: Node<'t>, args: &[String]) -> Option<SiteValue> {
-        self.relation(c, self.text, args, 0).filter(mentions_arg)
+        self.since.set(Some(c.start_byte()));
+        let v = self.relation(c, self.text, args, 0);
+        self.since.set(None);
+        v.filter(mentions_arg)
     }
 
     /// Whether every name in `cond` means at the launch what it means at `cond`: no local of
@@ -1307,6 +1361,7 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                             text,
                             changes: Default::default(),
                             goto: Default::default(),
+                            since: Default::default(),
                         };
                         let mut c2 = cfg.walk();
                         let args: Vec<Node> = cfg
@@ -1412,6 +1467,7 @@ fn runtime_api_launch<'t>(
         text,
         changes: Default::default(),
         goto: Default::default(),
+        since: Default::default(),
     };
     Some(LaunchSite {
         kernel: node_text(name_node, text).to_string(),
