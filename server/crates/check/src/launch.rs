@@ -339,6 +339,11 @@ pub fn resolve(
             out
         })
         .collect();
+    let (mut param_sites, mut site_conditions): (Vec<Vec<(String, Term)>>, Vec<Vec<Term>>) =
+        (param_sites, site_conditions);
+    for (b, c) in param_sites.iter_mut().zip(site_conditions.iter_mut()) {
+        simplify_site(b, c);
+    }
     let threads_bound_param = kernel
         .launch_bounds_param
         .and_then(|p| kernel.params.get(p.0 as usize))
@@ -352,6 +357,94 @@ pub fn resolve(
         threads_bound_param,
         warning,
     }
+}
+
+/// `a == b`; for a `?:` of constants and a constant (`(c ? 4 : d ? 2 : 1) == 4`), the
+/// conditions of the cases that give it (`c`).
+fn equal(a: Term, b: Term) -> Term {
+    fn cases(t: &Term, k: i64) -> Term {
+        match t {
+            Term::Ite(c, x, y) => or(vec![
+                and(vec![(**c).clone(), cases(x, k)]),
+                and(vec![not((**c).clone()), cases(y, k)]),
+            ]),
+            t => Term::Bool(as_int(t) == Some(k)),
+        }
+    }
+    let (t, k) = match (as_int(&a), as_int(&b)) {
+        (None, Some(k)) => (&a, k),
+        (Some(k), None) => (&b, k),
+        _ => return eq(a, b),
+    };
+    match int_cases(t, 0) {
+        Some(tree @ Term::Ite(..)) => cases(&tree, k),
+        _ => eq(a, b),
+    }
+}
+
+/// `t` where the conditions `known` hold: each of them (`c`, or `!c`) is replaced by its
+/// truth, and the `?:` and connectives around it fold (`c ? a : b` is `a`).
+fn assuming(t: &Term, known: &[Term], depth: u32) -> Term {
+    if depth > 64 {
+        return t.clone();
+    }
+    for k in known {
+        if k == t {
+            return tru();
+        }
+        if let Term::Not(inner) = k {
+            if **inner == *t {
+                return Term::Bool(false);
+            }
+        }
+    }
+    let s = |x: &Term| assuming(x, known, depth + 1);
+    match t {
+        Term::Add(ts) => ts.iter().map(s).reduce(add).unwrap_or(int(0)),
+        Term::Mul(ts) => ts.iter().map(s).reduce(mul).unwrap_or(int(1)),
+        Term::And(ts) => and(ts.iter().map(s).collect()),
+        Term::Or(ts) => or(ts.iter().map(s).collect()),
+        Term::Sub(a, b) => sub(s(a), s(b)),
+        Term::Div(a, b) => div(s(a), s(b)),
+        Term::Rem(a, b) => rem(s(a), s(b)),
+        Term::Eq(a, b) => eq(s(a), s(b)),
+        Term::Lt(a, b) => lt(s(a), s(b)),
+        Term::Le(a, b) => le(s(a), s(b)),
+        Term::Not(a) => not(s(a)),
+        Term::Ite(c, a, b) => ite(s(c), s(a), s(b)),
+        _ => t.clone(),
+    }
+}
+
+/// A site's conditions and bindings with each condition assumed in the others (the host's
+/// `imgsPerThread == 4` makes its `numImages % 128 == 0 ? 4 : …` the 4 case), so that
+/// the query does not carry the cases the site rules out.
+fn simplify_site(binds: &mut [(String, Term)], conditions: &mut Vec<Term>) {
+    for _ in 0..2 {
+        for i in 0..conditions.len() {
+            let others: Vec<Term> = conditions
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .flat_map(|(_, c)| match c {
+                    Term::And(ts) => ts.to_vec(),
+                    c => vec![c.clone()],
+                })
+                .collect();
+            conditions[i] = assuming(&conditions[i], &others, 0);
+        }
+    }
+    let known: Vec<Term> = conditions
+        .iter()
+        .flat_map(|c| match c {
+            Term::And(ts) => ts.to_vec(),
+            c => vec![c.clone()],
+        })
+        .collect();
+    for (_, t) in binds.iter_mut() {
+        *t = assuming(t, &known, 0);
+    }
+    conditions.retain(|c| *c != tru());
 }
 
 /// `t != 0`, as a condition (a comparison's 0/1 flag is its comparison).
@@ -448,8 +541,8 @@ fn site_term_with(v: &SiteValue, arg: &dyn Fn(u32) -> Option<Term>) -> Option<Te
                 BinOp::Le => flag(le(a, b)),
                 BinOp::Gt => flag(lt(b, a)),
                 BinOp::Ge => flag(le(b, a)),
-                BinOp::Eq => flag(eq(a, b)),
-                BinOp::Ne => flag(not(eq(a, b))),
+                BinOp::Eq => flag(equal(a, b)),
+                BinOp::Ne => flag(not(equal(a, b))),
                 _ => return None,
             }
         }
