@@ -731,24 +731,34 @@ impl Launch {
         if binding.is_empty() {
             return None;
         }
-        let grid_note = (String::new(), int(0));
         let first: Vec<String> = binding[0]
             .iter()
-            .filter(|(p, _)| !p.starts_with("gridDim."))
-            .chain(
-                binding[0]
-                    .iter()
-                    .find(|(p, _)| p.starts_with("gridDim."))
-                    .map(|_| &grid_note),
-            )
             .map(|(p, t)| {
-                if p.is_empty() {
-                    return "the grid computed from the passed sizes".to_string();
-                }
                 let name = p.strip_prefix("param.").unwrap_or(p);
-                format!("{name} = {}", show_term(t))
+                match show_term(t) {
+                    shown if shown.contains('…') => {
+                        format!("{name} computed from the passed values")
+                    }
+                    shown => format!("{name} = {shown}"),
+                }
             })
             .collect();
+        // The conditions of a single site (`n == 768 || n == 1024`), as far as they read.
+        let conditions: Vec<String> = match self.site_conditions.as_slice() {
+            [one] if self.param_sites.len() == 1 => one
+                .iter()
+                .map(show_term)
+                .filter(|c| !c.contains('…') && !c.contains("Dim."))
+                .collect(),
+            _ => vec![],
+        };
+        if binding.len() == 1 && !conditions.is_empty() {
+            return Some(format!(
+                "arguments from the launch site: {}; launched only if {}",
+                first.join(", "),
+                conditions.join(" && ")
+            ));
+        }
         Some(if binding.len() == 1 {
             format!("arguments from the launch site: {}", first.join(", "))
         } else {
@@ -811,7 +821,8 @@ fn show_term(t: &Term) -> String {
     show_term_in(t, 0)
 }
 
-/// `t` inside an operator of precedence `outer` (0: none, 1: `+ -`, 2: `* / %`).
+/// `t` inside an operator of precedence `outer` (0: none, `&&`, `||`; 1: `+ -` and
+/// comparisons; 2: `* / %`).
 fn show_term_in(t: &Term, outer: u8) -> String {
     let wrap = |s: String, own: u8| if own < outer { format!("({s})") } else { s };
     match t {
@@ -842,6 +853,41 @@ fn show_term_in(t: &Term, outer: u8) -> String {
         Term::Rem(a, b) => wrap(
             format!("{} % {}", show_term_in(a, 2), show_term_in(b, 3)),
             2,
+        ),
+        // Conditions: comparisons, then `&&`, `||` (parenthesized inside anything).
+        Term::Eq(a, b) => wrap(
+            format!("{} == {}", show_term_in(a, 1), show_term_in(b, 1)),
+            1,
+        ),
+        Term::Lt(a, b) => wrap(
+            format!("{} < {}", show_term_in(a, 1), show_term_in(b, 1)),
+            1,
+        ),
+        Term::Le(a, b) => wrap(
+            format!("{} <= {}", show_term_in(a, 1), show_term_in(b, 1)),
+            1,
+        ),
+        Term::Not(a) => match &**a {
+            Term::Eq(x, y) => wrap(
+                format!("{} != {}", show_term_in(x, 1), show_term_in(y, 1)),
+                1,
+            ),
+            Term::Var(_) => format!("!{}", show_term_in(a, 3)),
+            _ => format!("!({})", show_term_in(a, 0)),
+        },
+        Term::And(ts) => wrap(
+            ts.iter()
+                .map(|x| show_term_in(x, 1))
+                .collect::<Vec<_>>()
+                .join(" && "),
+            0,
+        ),
+        Term::Or(ts) => wrap(
+            ts.iter()
+                .map(|x| show_term_in(x, 1))
+                .collect::<Vec<_>>()
+                .join(" || "),
+            0,
         ),
         _ => "…".into(),
     }
@@ -888,6 +934,16 @@ mod tests {
         );
         assert_eq!(show_term(&t), "n - n % 4");
         assert_eq!(show_term(&Term::Bool(true)), "…");
+        let n = Term::var("param.n");
+        let c = and(vec![
+            eq(rem(n.clone(), int(128)), int(0)),
+            or(vec![eq(n.clone(), int(768)), eq(n.clone(), int(1024))]),
+            not(Term::var("param.check")),
+        ]);
+        assert_eq!(
+            show_term(&c),
+            "n % 128 == 0 && (n == 768 || n == 1024) && !check"
+        );
     }
 
     #[test]

@@ -262,6 +262,17 @@ impl<'t> HostEnv<'_, 't> {
         if self.library_ceil_div(parent, self.text) {
             return true;
         }
+        // `static_cast<int>(n)` to a type that is not a reference.
+        if callee.kind() == "template_function"
+            && callee
+                .child_by_field_name("name")
+                .is_some_and(|n| node_text(n, self.text) == "static_cast")
+            && callee
+                .child_by_field_name("arguments")
+                .is_some_and(|a| !node_text(a, self.text).contains('&'))
+        {
+            return true;
+        }
         let callee = match callee.kind() {
             "template_function" => callee.child_by_field_name("name").unwrap_or(callee),
             _ => callee,
@@ -905,6 +916,20 @@ impl<'t> HostEnv<'_, 't> {
                     _ => None,
                 }
             }
+            // `static_cast<int>(n)`: like a C cast, its operand.
+            "call_expression"
+                if e.child_by_field_name("function").is_some_and(|f| {
+                    f.kind() == "template_function"
+                        && f.child_by_field_name("name")
+                            .is_some_and(|n| node_text(n, text) == "static_cast")
+                }) =>
+            {
+                let list = e.child_by_field_name("arguments")?;
+                if list.named_child_count() != 1 {
+                    return None;
+                }
+                self.relation(list.named_child(0)?, text, args, depth + 1)
+            }
             // A ceiling division the library describes (`ATenCeilDiv(n, 16)`, `DIVUP(n, 64)`
             // without its header): `(a + b - 1) / b`. A function or macro of the file with the
             // name wins.
@@ -1494,8 +1519,18 @@ fn positive(vs: Vec<i64>) -> Option<Vec<u64>> {
 
 /// `(a + b - 1) / b`.
 fn ceil_div(a: SiteValue, b: SiteValue) -> SiteValue {
-    let sum = SiteValue::Op(BinOp::Add, Box::new(a), Box::new(b.clone()));
-    let less = SiteValue::Op(BinOp::Sub, Box::new(sum), Box::new(SiteValue::Int(1)));
+    let less = match b {
+        // `(n + 63) / 64`.
+        SiteValue::Int(k) => SiteValue::Op(
+            BinOp::Add,
+            Box::new(a),
+            Box::new(SiteValue::Int(k.saturating_sub(1))),
+        ),
+        _ => {
+            let sum = SiteValue::Op(BinOp::Add, Box::new(a), Box::new(b.clone()));
+            SiteValue::Op(BinOp::Sub, Box::new(sum), Box::new(SiteValue::Int(1)))
+        }
+    };
     SiteValue::Op(BinOp::Div, Box::new(less), Box::new(b))
 }
 

@@ -2102,3 +2102,26 @@ void run(float *out, int n) {
     // The file's own `divUp` wins (and is not read).
     assert_eq!(f.launch_sites[1].grid_relations[0], None);
 }
+
+#[test]
+fn launch_grid_relation_through_static_cast_and_a_swap_before_it() {
+    let f = lower_str(
+        r#"__global__ void k(float *out, int n1, int n2) { out[0] = 1; }
+void run(float *out, long n1, long n2) {
+  if (n2 > n1) std::swap(n1, n2);
+  const int bx = at::cuda::ATenCeilDiv(static_cast<int>(n1), 32);
+  const int by = at::cuda::ATenCeilDiv(static_cast<int>(n2), 16);
+  dim3 blocks(bx, by);
+  k<<<blocks, 32>>>(out, n1, n2);
+}"#,
+    );
+    let s = &f.launch_sites[0];
+    assert!(
+        matches!(s.grid_relations[0], Some(SiteValue::Op(BinOp::Div, _, _))),
+        "{s:?}"
+    );
+    assert!(
+        matches!(s.grid_relations[1], Some(SiteValue::Op(BinOp::Div, _, _))),
+        "{s:?}"
+    );
+}
