@@ -262,6 +262,33 @@ impl<'t> HostEnv<'_, 't> {
         if self.library_ceil_div(parent, self.text) {
             return true;
         }
+        // `float(n)`: a functional cast to a built-in type.
+        if matches!(callee.kind(), "primitive_type" | "sized_type_specifier") {
+            return true;
+        }
+        // A function of its arguments' values the library describes (`std::ceil`, `min`) and
+        // the file does not define, with no effect on this argument.
+        let bare = {
+            let full = node_text(callee, self.text);
+            full.rsplit("::").next().unwrap_or(full).trim()
+        };
+        if !self.tables.funcs.contains_key(bare) && !self.tables.macros.contains_key(bare) {
+            use cudarace_library::Returns;
+            if let Some(m) = self.tables.library.function(bare) {
+                let of_values = matches!(
+                    m.returns,
+                    Returns::Pure
+                        | Returns::Min
+                        | Returns::Max
+                        | Returns::Abs
+                        | Returns::Product
+                        | Returns::CeilDiv
+                );
+                if of_values && m.effects.iter().all(|e| e.arg != i) {
+                    return true;
+                }
+            }
+        }
         // `static_cast<int>(n)` to a type that is not a reference.
         if callee.kind() == "template_function"
             && callee
