@@ -796,14 +796,28 @@ impl Launch {
             DimSpec::Symbolic => sym.to_string(),
         };
         let bsym = format!("1..{}", self.max_threads);
+        let zsym = format!("1..{}", self.max_threads.min(64));
         let b: Vec<String> = self
             .block
             .iter()
             .enumerate()
-            .map(|(d, s)| show(s, if d == 2 { "1..64" } else { &bsym }))
+            .map(|(d, s)| show(s, if d == 2 { &zsym } else { &bsym }))
             .collect();
         let g: Vec<String> = self.grid.iter().map(|s| show(s, "symbolic")).collect();
         let mut out = format!("blockDim=({}) gridDim=({})", b.join(", "), g.join(", "));
+        // Each dimension's range is not the whole story when several vary: their product is
+        // bounded (`__launch_bounds__(64)` allows 8 × 8, not 64 × 64).
+        let varying = self
+            .block
+            .iter()
+            .filter(|s| !matches!(s, DimSpec::Fixed(_)))
+            .count();
+        if varying >= 2 {
+            out.push_str(&format!(
+                "; blockDim.x * blockDim.y * blockDim.z <= {}",
+                self.max_threads
+            ));
+        }
         if let Some(t) = &self.threads_bound_param {
             let name = t.strip_prefix("param.").unwrap_or(t);
             out.push_str(&format!("; at most {name} threads per block"));
@@ -1056,5 +1070,22 @@ mod tests {
         assert!(l
             .constraints()
             .contains(&le(Term::var("blockDim.x"), int(256))));
+        // Two dimensions under `__launch_bounds__(64)`: their product is bounded, and said so.
+        let mut k = kernel();
+        k.launch_bounds = Some(64);
+        let l = resolve(
+            &FileIr::default(),
+            &k,
+            &LaunchConfig::default(),
+            [true, true, false],
+            [true, false, false],
+        );
+        let product = Term::Mul(vec![Term::var("blockDim.x"), Term::var("blockDim.y")].into());
+        assert!(l.constraints().contains(&le(product, int(64))));
+        assert_eq!(
+            l.describe(),
+            "blockDim=(1..64, 1..64, 1) gridDim=(symbolic, 1, 1); \
+             blockDim.x * blockDim.y * blockDim.z <= 64"
+        );
     }
 }
