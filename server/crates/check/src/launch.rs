@@ -241,7 +241,7 @@ pub fn resolve(
                 };
                 out.extend(bind(&[*p], std::slice::from_ref(&Some(a.clone()))));
             }
-            for d in 0..3 {
+            for (d, dim) in DIM_NAMES.iter().enumerate() {
                 for (block, picked, name) in [
                     (true, &block_picked, "blockDim"),
                     (false, &grid_picked, "gridDim"),
@@ -249,7 +249,7 @@ pub fn resolve(
                     if let (true, Some([v])) =
                         (varies(picked, d), site_values(s, block, d).as_deref())
                     {
-                        out.push((format!("{name}.{}", DIM_NAMES[d]), int(*v as i64)));
+                        out.push((format!("{name}.{dim}"), int(*v as i64)));
                     }
                 }
             }
@@ -282,14 +282,14 @@ pub fn resolve(
         .iter()
         .map(|s| {
             let mut out = Vec::new();
-            for d in 0..3 {
+            for (d, dim) in DIM_NAMES.iter().enumerate() {
                 for (block, picked, name) in [
                     (true, &block_picked, "blockDim"),
                     (false, &grid_picked, "gridDim"),
                 ] {
                     match site_values(s, block, d) {
                         Some(vs) if varies(picked, d) && vs.len() > 1 => {
-                            let v = Term::var(format!("{name}.{}", DIM_NAMES[d]));
+                            let v = Term::var(format!("{name}.{dim}"));
                             out.push(or(vs
                                 .iter()
                                 .map(|n| eq(v.clone(), int(*n as i64)))
@@ -339,8 +339,8 @@ pub fn resolve(
             out
         })
         .collect();
-    let (mut param_sites, mut site_conditions): (Vec<Vec<(String, Term)>>, Vec<Vec<Term>>) =
-        (param_sites, site_conditions);
+    let mut param_sites: Vec<Vec<(String, Term)>> = param_sites;
+    let mut site_conditions: Vec<Vec<Term>> = site_conditions;
     for (b, c) in param_sites.iter_mut().zip(site_conditions.iter_mut()) {
         simplify_site(b, c);
     }
