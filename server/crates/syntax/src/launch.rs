@@ -608,6 +608,19 @@ impl<'t> HostEnv<'_, 't> {
         Some(out)
     }
 
+    /// [`HostEnv::list_texts`] of a call's arguments, with an argument that may have another
+    /// value each time it is evaluated (`rand()`, `i++`) replaced by a text nothing matches.
+    fn pure_list_texts(&self, list: Node<'t>) -> Vec<String> {
+        let mut c = list.walk();
+        list.named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .map(|a| match pure_expression(a, 0) {
+                true => squash(node_text(a, self.text)),
+                false => "\u{0}".to_string(),
+            })
+            .collect()
+    }
+
     /// The texts of the items of an argument (or initializer) list, whitespace removed.
     fn list_texts(&self, list: Node<'t>) -> Vec<String> {
         let mut c = list.walk();
@@ -834,7 +847,7 @@ impl<'t> HostEnv<'_, 't> {
         let (Some(size), Some(list)) = (size, call_args) else {
             return out;
         };
-        let args = self.list_texts(list);
+        let args = self.pure_list_texts(list);
         // The size is computed at the launch, or where its `dim3` local is declared (its field
         // stores come later): a passed value it names needs to stay the same from there on.
         let since = match size.kind() {
@@ -1290,7 +1303,7 @@ impl<'t> HostEnv<'_, 't> {
         if self.func_body.is_none() || self.has_goto() {
             return vec![];
         }
-        let args = self.list_texts(list);
+        let args = self.pure_list_texts(list);
         let mut out = Vec::new();
         let mut child = call;
         let mut p = call.parent();
