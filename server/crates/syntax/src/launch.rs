@@ -1112,8 +1112,14 @@ impl<'t> HostEnv<'_, 't> {
         if self.declares_dim3(decl) || !self.plain_integer(decl) {
             return None;
         }
+        // An initial value every path to the launch overwrites (`int bx = 0; if (c) bx = 4;
+        // else bx = 8;`) is not one of the values.
+        let overwritten = init.kind() != "declaration"
+            && !self.has_goto()
+            && self.overwritten_before_launch(name, decl);
         let mut out = match init.kind() {
             "declaration" => Vec::new(),
+            _ if overwritten => Vec::new(),
             "argument_list" | "initializer_list" => {
                 let mut c = init.walk();
                 let items: Vec<Node> = init
@@ -1143,6 +1149,80 @@ impl<'t> HostEnv<'_, 't> {
         out.sort_unstable();
         out.dedup();
         (!out.is_empty()).then_some(out)
+    }
+
+    /// Whether a statement after `decl` and before the launch, in a block that holds the
+    /// launch, assigns `name` on every path through it: `name = e;`, a block with such a
+    /// statement, an `if` with an `else` whose both branches do.
+    fn overwritten_before_launch(&self, name: &str, decl: Node<'t>) -> bool {
+        let Some(body) = self.func_body else {
+            return false;
+        };
+        fn assigns(env: &HostEnv, s: Node, name: &str, depth: u32) -> bool {
+            if depth > 32 {
+                return false;
+            }
+            match s.kind() {
+                "expression_statement" => s.named_child(0).is_some_and(|e| {
+                    e.kind() == "assignment_expression"
+                        && e.child_by_field_name("operator")
+                            .is_some_and(|o| node_text(o, env.text) == "=")
+                        && e.child_by_field_name("left").is_some_and(|l| {
+                            l.kind() == "identifier" && node_text(l, env.text) == name
+                        })
+                }),
+                "compound_statement" => {
+                    let mut c = s.walk();
+                    let found = s
+                        .named_children(&mut c)
+                        .any(|ch| assigns(env, ch, name, depth + 1));
+                    found
+                }
+                "else_clause" => s
+                    .named_child(0)
+                    .is_some_and(|b| assigns(env, b, name, depth + 1)),
+                "if_statement" => {
+                    let (Some(a), Some(b)) = (
+                        s.child_by_field_name("consequence"),
+                        s.child_by_field_name("alternative"),
+                    ) else {
+                        return false;
+                    };
+                    assigns(env, a, name, depth + 1) && assigns(env, b, name, depth + 1)
+                }
+                _ => false,
+            }
+        }
+        // The statements of the blocks from the declaration's block down to the launch.
+        let mut blocks = Vec::new();
+        let mut p = Some(self.at_node(body));
+        while let Some(a) = p {
+            if a.kind() == "compound_statement" {
+                blocks.push(a);
+            }
+            if a == body {
+                break;
+            }
+            p = a.parent();
+        }
+        // A statement of a block around the launch that comes before it runs, whole, before
+        // the launch whenever the launch runs (a `break`, `continue` or `return` that skips
+        // the assignment skips the launch too; a `goto` is ruled out by the caller).
+        blocks.iter().any(|b| {
+            let mut c = b.walk();
+            let found = b.named_children(&mut c).any(|st| {
+                st.start_byte() > decl.end_byte()
+                    && st.end_byte() <= self.at
+                    && assigns(self, st, name, 0)
+            });
+            found
+        })
+    }
+
+    /// The innermost node of `body` that holds the launch.
+    fn at_node(&self, body: Node<'t>) -> Node<'t> {
+        body.descendant_for_byte_range(self.at, self.at)
+            .unwrap_or(body)
     }
 
     /// Whether `decl` (an `init_declarator` or a declaration) declares a plain integer
