@@ -427,8 +427,22 @@ impl<'a> Encoder<'a> {
             }
         }
         let mut ranges = self.launch.constraints();
+        // A parameter a launch size is computed from (`<<<m, n / 8>>>(out, n)`) counts even
+        // when the query does not name it: with the conditions on it (`n == 768 || n == 1024`)
+        // it bounds the size.
+        let size_params = self.launch.size_relation_params();
         let present: HashSet<&str> = order.iter().map(|s| s.as_str()).collect();
-        ranges.extend(self.launch.param_facts(&|p| present.contains(p)));
+        let facts = self
+            .launch
+            .param_facts(&|p| present.contains(p) || size_params.contains(p));
+        for f in &facts {
+            visit_vars(f, &mut |x| {
+                if seen.insert(x.to_string()) {
+                    order.push(x.to_string());
+                }
+            });
+        }
+        ranges.extend(facts);
         ranges.extend(self.global_id_lemmas(&main));
         let mut sorts: BTreeMap<String, Sort> = BTreeMap::new();
         let mut reasons: Vec<String> = Vec::new();
@@ -449,6 +463,19 @@ impl<'a> Encoder<'a> {
             } else if let (Some(_), Some(d)) = (thread, rest.strip_prefix("bid.")) {
                 ranges.push(le(int(0), v(name.clone())));
                 ranges.push(lt(v(name.clone()), v(format!("gridDim.{d}"))));
+            } else if let (None, Some(p)) = (
+                self.p.vars.get(var_key(rest)),
+                rest.strip_prefix("param.").and_then(|n| {
+                    self.kernel
+                        .params
+                        .iter()
+                        .find(|p| p.name == n && p.value.is_none())
+                }),
+            ) {
+                // A parameter only the launch facts name.
+                if p.ty == cudarace_ir::ScalarType::Bool {
+                    sort = Sort::Bool;
+                }
             } else if let Some(info) = self.p.vars.get(var_key(rest)) {
                 sort = info.sort;
                 if let Some(lo) = info.lo {

@@ -29,6 +29,10 @@ pub struct Launch {
     /// so the parameters satisfy one site's bindings (see [`Launch::param_facts`]). Empty when
     /// the file does not launch the kernel.
     pub param_sites: Vec<Vec<(String, Term)>>,
+    /// Per site (as [`Launch::param_sites`]), conditions that hold when it launches: the `if`s
+    /// around it (`numImages % 128 == 0`) and the sizes it may take (`blockDim.y == 4 ||
+    /// blockDim.y == 8`).
+    pub site_conditions: Vec<Vec<Term>>,
     /// `__launch_bounds__(T)` with a template parameter `T` (its query variable): the block has
     /// at most `T` threads (see [`Launch::param_facts`]).
     pub threads_bound_param: Option<String>,
@@ -113,8 +117,26 @@ pub fn resolve(
         .collect();
     // Block and grid sizes are taken from the sites separately: `<<<(n + 127) / 128, 128>>>`
     // fixes the block even though the grid is computed.
-    let all_const_block = !sites.is_empty() && sites.iter().all(|s| s.block_dim.is_some());
-    let all_const_grid = !sites.is_empty() && sites.iter().all(|s| s.grid_dim.is_some());
+    // A site's values of one dimension: its constant, or the few constants it may be.
+    let site_values = |s: &cudarace_ir::LaunchSite, block: bool, d: usize| -> Option<Vec<u64>> {
+        let (fixed, values) = if block {
+            (s.block_dim, &s.block_values)
+        } else {
+            (s.grid_dim, &s.grid_values)
+        };
+        match fixed {
+            Some(v) => Some(vec![v[d]]),
+            None => values.as_ref().map(|v| v[d].clone()),
+        }
+    };
+    let all_const_block = !sites.is_empty()
+        && sites
+            .iter()
+            .all(|s| s.block_dim.is_some() || s.block_values.is_some());
+    let all_const_grid = !sites.is_empty()
+        && sites
+            .iter()
+            .all(|s| s.grid_dim.is_some() || s.grid_values.is_some());
     let site_dim = |block: bool, d: usize| -> Option<DimSpec> {
         if !(if block {
             all_const_block
@@ -125,13 +147,8 @@ pub fn resolve(
         }
         let mut vals: Vec<u64> = sites
             .iter()
-            .filter_map(|s| {
-                if block {
-                    s.block_dim.map(|b| b[d])
-                } else {
-                    s.grid_dim.map(|g| g[d])
-                }
-            })
+            .filter_map(|s| site_values(s, block, d))
+            .flatten()
             .collect();
         vals.sort_unstable();
         vals.dedup();
@@ -224,12 +241,16 @@ pub fn resolve(
                 };
                 out.extend(bind(&[*p], std::slice::from_ref(&Some(a.clone()))));
             }
-            for d in 0..3 {
-                if let (true, Some(b)) = (varies(&block_picked, d), s.block_dim) {
-                    out.push((format!("blockDim.{}", DIM_NAMES[d]), int(b[d] as i64)));
-                }
-                if let (true, Some(g)) = (varies(&grid_picked, d), s.grid_dim) {
-                    out.push((format!("gridDim.{}", DIM_NAMES[d]), int(g[d] as i64)));
+            for (d, dim) in DIM_NAMES.iter().enumerate() {
+                for (block, picked, name) in [
+                    (true, &block_picked, "blockDim"),
+                    (false, &grid_picked, "gridDim"),
+                ] {
+                    if let (true, Some([v])) =
+                        (varies(picked, d), site_values(s, block, d).as_deref())
+                    {
+                        out.push((format!("{name}.{dim}"), int(*v as i64)));
+                    }
                 }
             }
             // The grid computed from passed values (`dim3 grid(DIVUP(n, 64))`): `gridDim.x` is
@@ -255,6 +276,74 @@ pub fn resolve(
             out
         })
         .collect();
+    // What holds when a site launches: the conditions around it, and the sizes it may take
+    // where it may take several.
+    let site_conditions = sites
+        .iter()
+        .map(|s| {
+            let mut out = Vec::new();
+            for (d, dim) in DIM_NAMES.iter().enumerate() {
+                for (block, picked, name) in [
+                    (true, &block_picked, "blockDim"),
+                    (false, &grid_picked, "gridDim"),
+                ] {
+                    match site_values(s, block, d) {
+                        Some(vs) if varies(picked, d) && vs.len() > 1 => {
+                            let v = Term::var(format!("{name}.{dim}"));
+                            out.push(or(vs
+                                .iter()
+                                .map(|n| eq(v.clone(), int(*n as i64)))
+                                .collect()));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            // A `bool` parameter the site passes a constant to (`k<4, false>`): a condition
+            // on its (boolean) variable.
+            let mut flags: Vec<(&cudarace_ir::Param, &SiteValue)> = Vec::new();
+            if s.args.len() == call_params.len() {
+                flags.extend(
+                    call_params
+                        .iter()
+                        .copied()
+                        .zip(&s.args)
+                        .filter_map(|(p, a)| Some((p, a.as_ref()?))),
+                );
+            }
+            for p in &template_params {
+                if let Some(Some(a)) = p
+                    .template_index
+                    .and_then(|i| s.template_args.get(i as usize))
+                {
+                    flags.push((p, a));
+                }
+            }
+            for (p, a) in flags {
+                if p.value.is_some() || p.ty != ScalarType::Bool {
+                    continue;
+                }
+                if let Some(k) = site_term_with(a, &|_| None).as_ref().and_then(as_int) {
+                    let v = Term::var(format!("param.{}", p.name));
+                    out.push(if k != 0 { v } else { not(v) });
+                }
+            }
+            if s.args.len() == call_params.len() {
+                out.extend(
+                    s.conditions
+                        .iter()
+                        .filter_map(|c| site_term_with(c, &arg_param))
+                        .map(truth),
+                );
+            }
+            out
+        })
+        .collect();
+    let mut param_sites: Vec<Vec<(String, Term)>> = param_sites;
+    let mut site_conditions: Vec<Vec<Term>> = site_conditions;
+    for (b, c) in param_sites.iter_mut().zip(site_conditions.iter_mut()) {
+        simplify_site(b, c);
+    }
     let threads_bound_param = kernel
         .launch_bounds_param
         .and_then(|p| kernel.params.get(p.0 as usize))
@@ -264,8 +353,162 @@ pub fn resolve(
         grid,
         max_threads,
         param_sites,
+        site_conditions,
         threads_bound_param,
         warning,
+    }
+}
+
+/// `a == b`; for a `?:` of constants and a constant (`(c ? 4 : d ? 2 : 1) == 4`), the
+/// conditions of the cases that give it (`c`).
+fn equal(a: Term, b: Term) -> Term {
+    fn cases(t: &Term, k: i64) -> Term {
+        match t {
+            Term::Ite(c, x, y) => or(vec![
+                and(vec![(**c).clone(), cases(x, k)]),
+                and(vec![not((**c).clone()), cases(y, k)]),
+            ]),
+            t => Term::Bool(as_int(t) == Some(k)),
+        }
+    }
+    let (t, k) = match (as_int(&a), as_int(&b)) {
+        (None, Some(k)) => (&a, k),
+        (Some(k), None) => (&b, k),
+        _ => return eq(a, b),
+    };
+    match int_cases(t, 0) {
+        Some(tree @ Term::Ite(..)) => cases(&tree, k),
+        _ => eq(a, b),
+    }
+}
+
+/// `t` where the conditions `known` hold: each of them (`c`, or `!c`) is replaced by its
+/// truth, and the `?:` and connectives around it fold (`c ? a : b` is `a`).
+fn assuming(t: &Term, known: &[Term], depth: u32) -> Term {
+    if depth > 64 {
+        return t.clone();
+    }
+    for k in known {
+        if k == t {
+            return tru();
+        }
+        if let Term::Not(inner) = k {
+            if **inner == *t {
+                return Term::Bool(false);
+            }
+        }
+    }
+    let s = |x: &Term| assuming(x, known, depth + 1);
+    match t {
+        Term::Add(ts) => ts.iter().map(s).reduce(add).unwrap_or(int(0)),
+        Term::Mul(ts) => ts.iter().map(s).reduce(mul).unwrap_or(int(1)),
+        Term::And(ts) => and(ts.iter().map(s).collect()),
+        Term::Or(ts) => or(ts.iter().map(s).collect()),
+        Term::Sub(a, b) => sub(s(a), s(b)),
+        Term::Div(a, b) => div(s(a), s(b)),
+        Term::Rem(a, b) => rem(s(a), s(b)),
+        Term::Eq(a, b) => eq(s(a), s(b)),
+        Term::Lt(a, b) => lt(s(a), s(b)),
+        Term::Le(a, b) => le(s(a), s(b)),
+        Term::Not(a) => not(s(a)),
+        Term::Ite(c, a, b) => ite(s(c), s(a), s(b)),
+        _ => t.clone(),
+    }
+}
+
+/// A site's conditions and bindings with each condition assumed in the others (the host's
+/// `imgsPerThread == 4` makes its `numImages % 128 == 0 ? 4 : …` the 4 case), so that
+/// the query does not carry the cases the site rules out.
+fn simplify_site(binds: &mut [(String, Term)], conditions: &mut Vec<Term>) {
+    for _ in 0..2 {
+        for i in 0..conditions.len() {
+            let others: Vec<Term> = conditions
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .flat_map(|(_, c)| match c {
+                    Term::And(ts) => ts.to_vec(),
+                    c => vec![c.clone()],
+                })
+                .collect();
+            conditions[i] = assuming(&conditions[i], &others, 0);
+        }
+    }
+    let known: Vec<Term> = conditions
+        .iter()
+        .flat_map(|c| match c {
+            Term::And(ts) => ts.to_vec(),
+            c => vec![c.clone()],
+        })
+        .collect();
+    for (_, t) in binds.iter_mut() {
+        *t = assuming(t, &known, 0);
+    }
+    conditions.retain(|c| *c != tru());
+}
+
+/// `t != 0`, as a condition (a comparison's 0/1 flag is its comparison).
+fn truth(t: Term) -> Term {
+    if let Term::Ite(c, a, b) = &t {
+        if as_int(a) == Some(1) && as_int(b) == Some(0) {
+            return (**c).clone();
+        }
+    }
+    not(eq(t, int(0)))
+}
+
+/// `t` (integers, `?:` and `+ - *` of them) as a `?:` tree with integer leaves: a divisor
+/// `32 * (c ? 4 : 1)` is `c ? 128 : 32`.
+fn int_cases(t: &Term, depth: u32) -> Option<Term> {
+    if depth > 8 {
+        return None;
+    }
+    let two = |a: &Term, b: &Term, f: &dyn Fn(Term, Term) -> Term| -> Option<Term> {
+        if let Term::Ite(c, x, y) = a {
+            return Some(ite(
+                (**c).clone(),
+                int_cases(&f((**x).clone(), b.clone()), depth + 1)?,
+                int_cases(&f((**y).clone(), b.clone()), depth + 1)?,
+            ));
+        }
+        if let Term::Ite(c, x, y) = b {
+            return Some(ite(
+                (**c).clone(),
+                int_cases(&f(a.clone(), (**x).clone()), depth + 1)?,
+                int_cases(&f(a.clone(), (**y).clone()), depth + 1)?,
+            ));
+        }
+        None
+    };
+    match t {
+        Term::Int(_) => Some(t.clone()),
+        Term::Ite(c, x, y) => Some(ite(
+            (**c).clone(),
+            int_cases(x, depth + 1)?,
+            int_cases(y, depth + 1)?,
+        )),
+        Term::Mul(ts) if ts.len() == 2 => two(&ts[0], &ts[1], &mul),
+        Term::Add(ts) if ts.len() == 2 => two(&ts[0], &ts[1], &add),
+        Term::Sub(a, b) => two(a, b, &sub),
+        _ => None,
+    }
+}
+
+/// `a / b` or `a % b` (C) for a divisor that is a positive constant in every case of
+/// [`int_cases`]; `None` for a divisor that may be 0 or is not known.
+fn divide(a: Term, b: &Term, is_div: bool) -> Option<Term> {
+    match &int_cases(b, 0)? {
+        Term::Int(k) if *k > 0 => Some(if is_div {
+            div(a, int(*k))
+        } else {
+            rem(a, int(*k))
+        }),
+        Term::Ite(c, x, y) => Some(ite(
+            (**c).clone(),
+            divide(a.clone(), x, is_div)?,
+            divide(a, y, is_div)?,
+        )),
+        _ => None,
     }
 }
 
@@ -278,6 +521,11 @@ fn site_term_with(v: &SiteValue, arg: &dyn Fn(u32) -> Option<Term>) -> Option<Te
         SiteValue::BlockDim(d) => Term::var(format!("blockDim.{}", d.name())),
         SiteValue::Mul(a, b) => mul(site_term_with(a, arg)?, site_term_with(b, arg)?),
         SiteValue::Arg(j) => arg(*j)?,
+        SiteValue::Select(c, a, b) => ite(
+            truth(site_term_with(c, arg)?),
+            site_term_with(a, arg)?,
+            site_term_with(b, arg)?,
+        ),
         SiteValue::Op(op, a, b) => {
             let (a, b) = (site_term_with(a, arg)?, site_term_with(b, arg)?);
             let flag = |c: Term| ite(c, int(1), int(0));
@@ -286,22 +534,15 @@ fn site_term_with(v: &SiteValue, arg: &dyn Fn(u32) -> Option<Term>) -> Option<Te
                 BinOp::Sub => sub(a, b),
                 BinOp::Mul => mul(a, b),
                 // C division and remainder; a divisor that may be 0 is not a relation.
-                BinOp::Div | BinOp::Rem => {
-                    if as_int(&b).is_none_or(|k| k <= 0) {
-                        return None;
-                    }
-                    if *op == BinOp::Div {
-                        div(a, b)
-                    } else {
-                        rem(a, b)
-                    }
-                }
+                BinOp::Div | BinOp::Rem => divide(a, &b, *op == BinOp::Div)?,
+                BinOp::And => flag(and(vec![truth(a), truth(b)])),
+                BinOp::Or => flag(or(vec![truth(a), truth(b)])),
                 BinOp::Lt => flag(lt(a, b)),
                 BinOp::Le => flag(le(a, b)),
                 BinOp::Gt => flag(lt(b, a)),
                 BinOp::Ge => flag(le(b, a)),
-                BinOp::Eq => flag(eq(a, b)),
-                BinOp::Ne => flag(not(eq(a, b))),
+                BinOp::Eq => flag(equal(a, b)),
+                BinOp::Ne => flag(not(equal(a, b))),
                 _ => return None,
             }
         }
@@ -383,6 +624,21 @@ impl Launch {
             })
     }
 
+    /// The parameters some site computes a launch size from (`blockDim.x == n / 8`).
+    pub fn size_relation_params(&self) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        for (p, t) in self.param_sites.iter().flatten() {
+            if p.starts_with("blockDim.") || p.starts_with("gridDim.") {
+                visit_vars(t, &mut |v| {
+                    if v.starts_with("param.") {
+                        out.insert(v.to_string());
+                    }
+                });
+            }
+        }
+        out
+    }
+
     pub fn param_facts(&self, has: &dyn Fn(&str) -> bool) -> Vec<Term> {
         let mut facts = Vec::new();
         // `__launch_bounds__(T)`: a launch with more than `T` threads per block fails.
@@ -410,7 +666,22 @@ impl Launch {
             return vec![];
         }
         let mut alternatives = Vec::new();
-        for site in &self.param_sites {
+        let known = |t: &Term| {
+            let mut vars = std::collections::BTreeSet::new();
+            collect_vars(t, &mut vars);
+            vars.iter()
+                .all(|v| has(v) || v.starts_with("blockDim.") || v.starts_with("gridDim."))
+        };
+        for (i, site) in self.param_sites.iter().enumerate() {
+            // Conditions that name only what the query has (or launch sizes).
+            let conditions: Vec<Term> = self
+                .site_conditions
+                .get(i)
+                .into_iter()
+                .flatten()
+                .filter(|c| known(c))
+                .cloned()
+                .collect();
             // A binding counts when the query mentions its subject, or, for a grid or block
             // relation, a parameter it relates the size to.
             // A launch size of the site always counts (sizes vary between sites only when
@@ -434,6 +705,7 @@ impl Launch {
                             && as_int(t).is_some()
                 })
                 .map(|(p, t)| eq(Term::var(p.clone()), t.clone()))
+                .chain(conditions)
                 .collect();
             if binds.is_empty() {
                 return vec![];
@@ -459,24 +731,34 @@ impl Launch {
         if binding.is_empty() {
             return None;
         }
-        let grid_note = (String::new(), int(0));
         let first: Vec<String> = binding[0]
             .iter()
-            .filter(|(p, _)| !p.starts_with("gridDim."))
-            .chain(
-                binding[0]
-                    .iter()
-                    .find(|(p, _)| p.starts_with("gridDim."))
-                    .map(|_| &grid_note),
-            )
             .map(|(p, t)| {
-                if p.is_empty() {
-                    return "the grid computed from the passed sizes".to_string();
-                }
                 let name = p.strip_prefix("param.").unwrap_or(p);
-                format!("{name} = {}", show_term(t))
+                match show_term(t) {
+                    shown if shown.contains('…') => {
+                        format!("{name} computed from the passed values")
+                    }
+                    shown => format!("{name} = {shown}"),
+                }
             })
             .collect();
+        // The conditions of a single site (`n == 768 || n == 1024`), as far as they read.
+        let conditions: Vec<String> = match self.site_conditions.as_slice() {
+            [one] if self.param_sites.len() == 1 => one
+                .iter()
+                .map(show_term)
+                .filter(|c| !c.contains('…') && !c.contains("Dim."))
+                .collect(),
+            _ => vec![],
+        };
+        if binding.len() == 1 && !conditions.is_empty() {
+            return Some(format!(
+                "arguments from the launch site: {}; launched only if {}",
+                first.join(", "),
+                conditions.join(" && ")
+            ));
+        }
         Some(if binding.len() == 1 {
             format!("arguments from the launch site: {}", first.join(", "))
         } else {
@@ -514,14 +796,28 @@ impl Launch {
             DimSpec::Symbolic => sym.to_string(),
         };
         let bsym = format!("1..{}", self.max_threads);
+        let zsym = format!("1..{}", self.max_threads.min(64));
         let b: Vec<String> = self
             .block
             .iter()
             .enumerate()
-            .map(|(d, s)| show(s, if d == 2 { "1..64" } else { &bsym }))
+            .map(|(d, s)| show(s, if d == 2 { &zsym } else { &bsym }))
             .collect();
         let g: Vec<String> = self.grid.iter().map(|s| show(s, "symbolic")).collect();
         let mut out = format!("blockDim=({}) gridDim=({})", b.join(", "), g.join(", "));
+        // Each dimension's range is not the whole story when several vary: their product is
+        // bounded (`__launch_bounds__(64)` allows 8 × 8, not 64 × 64).
+        let varying = self
+            .block
+            .iter()
+            .filter(|s| !matches!(s, DimSpec::Fixed(_)))
+            .count();
+        if varying >= 2 {
+            out.push_str(&format!(
+                "; blockDim.x * blockDim.y * blockDim.z <= {}",
+                self.max_threads
+            ));
+        }
         if let Some(t) = &self.threads_bound_param {
             let name = t.strip_prefix("param.").unwrap_or(t);
             out.push_str(&format!("; at most {name} threads per block"));
@@ -539,7 +835,8 @@ fn show_term(t: &Term) -> String {
     show_term_in(t, 0)
 }
 
-/// `t` inside an operator of precedence `outer` (0: none, 1: `+ -`, 2: `* / %`).
+/// `t` inside an operator of precedence `outer` (0: none, `&&`, `||`; 1: `+ -` and
+/// comparisons; 2: `* / %`).
 fn show_term_in(t: &Term, outer: u8) -> String {
     let wrap = |s: String, own: u8| if own < outer { format!("({s})") } else { s };
     match t {
@@ -570,6 +867,41 @@ fn show_term_in(t: &Term, outer: u8) -> String {
         Term::Rem(a, b) => wrap(
             format!("{} % {}", show_term_in(a, 2), show_term_in(b, 3)),
             2,
+        ),
+        // Conditions: comparisons, then `&&`, `||` (parenthesized inside anything).
+        Term::Eq(a, b) => wrap(
+            format!("{} == {}", show_term_in(a, 1), show_term_in(b, 1)),
+            1,
+        ),
+        Term::Lt(a, b) => wrap(
+            format!("{} < {}", show_term_in(a, 1), show_term_in(b, 1)),
+            1,
+        ),
+        Term::Le(a, b) => wrap(
+            format!("{} <= {}", show_term_in(a, 1), show_term_in(b, 1)),
+            1,
+        ),
+        Term::Not(a) => match &**a {
+            Term::Eq(x, y) => wrap(
+                format!("{} != {}", show_term_in(x, 1), show_term_in(y, 1)),
+                1,
+            ),
+            Term::Var(_) => format!("!{}", show_term_in(a, 3)),
+            _ => format!("!({})", show_term_in(a, 0)),
+        },
+        Term::And(ts) => wrap(
+            ts.iter()
+                .map(|x| show_term_in(x, 1))
+                .collect::<Vec<_>>()
+                .join(" && "),
+            0,
+        ),
+        Term::Or(ts) => wrap(
+            ts.iter()
+                .map(|x| show_term_in(x, 1))
+                .collect::<Vec<_>>()
+                .join(" || "),
+            0,
         ),
         _ => "…".into(),
     }
@@ -616,6 +948,16 @@ mod tests {
         );
         assert_eq!(show_term(&t), "n - n % 4");
         assert_eq!(show_term(&Term::Bool(true)), "…");
+        let n = Term::var("param.n");
+        let c = and(vec![
+            eq(rem(n.clone(), int(128)), int(0)),
+            or(vec![eq(n.clone(), int(768)), eq(n.clone(), int(1024))]),
+            not(Term::var("param.check")),
+        ]);
+        assert_eq!(
+            show_term(&c),
+            "n % 128 == 0 && (n == 768 || n == 1024) && !check"
+        );
     }
 
     #[test]
@@ -651,6 +993,9 @@ mod tests {
             template_args: vec![],
             grid_relations: [None, None, None],
             block_relations: [None, None, None],
+            grid_values: None,
+            block_values: None,
+            conditions: vec![],
         });
         file.header_launch.grid_dim = [Some(2), None, None];
         let mut ov = LaunchConfig::default();
@@ -725,5 +1070,22 @@ mod tests {
         assert!(l
             .constraints()
             .contains(&le(Term::var("blockDim.x"), int(256))));
+        // Two dimensions under `__launch_bounds__(64)`: their product is bounded, and said so.
+        let mut k = kernel();
+        k.launch_bounds = Some(64);
+        let l = resolve(
+            &FileIr::default(),
+            &k,
+            &LaunchConfig::default(),
+            [true, true, false],
+            [true, false, false],
+        );
+        let product = Term::Mul(vec![Term::var("blockDim.x"), Term::var("blockDim.y")].into());
+        assert!(l.constraints().contains(&le(product, int(64))));
+        assert_eq!(
+            l.describe(),
+            "blockDim=(1..64, 1..64, 1) gridDim=(symbolic, 1, 1); \
+             blockDim.x * blockDim.y * blockDim.z <= 64"
+        );
     }
 }

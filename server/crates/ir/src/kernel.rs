@@ -75,6 +75,16 @@ pub struct LaunchSite {
     pub grid_relations: [Option<SiteValue>; 3],
     /// Each block dimension in terms of the call's arguments (`k<<<rows, n / 4>>>(out, n)`).
     pub block_relations: [Option<SiteValue>; 3],
+    /// When [`LaunchSite::grid_dim`] is not one constant: the values each dimension may have at
+    /// the launch (`int by; if (c) by = 4; else by = 8; dim3 b(32, by)` gives `[32], [4, 8],
+    /// [1]`), when every dimension has a few constant values.
+    pub grid_values: Option<[Vec<u64>; 3]>,
+    /// Likewise for [`LaunchSite::block_dim`].
+    pub block_values: Option<[Vec<u64>; 3]>,
+    /// Conditions that hold whenever the launch runs (the conditions of the `if`s around it), in
+    /// terms of the call's arguments ([`SiteValue::Arg`]; non-zero is true). Only conditions
+    /// written exactly in those terms; any other is left out.
+    pub conditions: Vec<SiteValue>,
 }
 
 /// The value of a launch argument: a constant, a launch size, or a product of those
@@ -88,8 +98,10 @@ pub enum SiteValue {
     /// The launch call's argument at this position: a grid size written in terms of what the
     /// call passes (`dim3 grid(DIVUP(n, 64)); k<<<grid, 64>>>(x, n)`).
     Arg(u32),
-    /// `a op b` for `+ - * / %` and comparisons (0 or 1).
+    /// `a op b` for `+ - * / %`, comparisons and `&&`, `||` (0 or 1).
     Op(BinOp, Box<SiteValue>, Box<SiteValue>),
+    /// `c ? a : b`.
+    Select(Box<SiteValue>, Box<SiteValue>, Box<SiteValue>),
 }
 
 /// One `__global__` function, with `__device__` calls inlined.

@@ -117,6 +117,7 @@ enum RawReturns {
     Max,
     Abs,
     Product,
+    CeilDiv,
 }
 
 #[derive(Deserialize)]
@@ -274,6 +275,7 @@ pub fn parse_file(path: &Path, text: &str) -> Result<LibraryFile, LibraryError> 
             RawReturns::Max => Returns::Max,
             RawReturns::Abs => Returns::Abs,
             RawReturns::Product => Returns::Product,
+            RawReturns::CeilDiv => Returns::CeilDiv,
         };
         let mut effects = Vec::new();
         for e in &f.effects {

@@ -60,6 +60,8 @@ pub enum Returns {
     Max,
     Abs,
     Product,
+    /// `(a + b - 1) / b` of the two arguments (C division): a ceiling division helper.
+    CeilDiv,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

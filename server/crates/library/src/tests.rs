@@ -67,6 +67,16 @@ fn bundled_knowledge_covers_the_families() {
         assert_eq!(f(n).sync, Sync::None, "{n}");
     }
     assert_eq!(f("min").returns, Returns::Min);
+    for n in [
+        "DIVUP",
+        "ATenCeilDiv",
+        "divUp",
+        "iDivUp",
+        "CEIL_DIV",
+        "ceil_div",
+    ] {
+        assert_eq!(f(n).returns, Returns::CeilDiv, "{n}");
+    }
     assert_eq!(f("assert").assume_arg, Some(0));
     let m = lib
         .macro_model("CUDA_KERNEL_LOOP")

@@ -17,6 +17,10 @@ struct HostEnv<'a, 't> {
     text: &'a str,
     /// What the host function holds, read once for all its launch sites.
     facts: std::rc::Rc<FunctionFacts<'t>>,
+    /// While a condition around the launch is read: where it starts (or where the local it
+    /// names was declared). A passed value named in it needs to stay the same from there to
+    /// the launch only (see [`HostEnv::unchanged`]).
+    since: std::cell::Cell<Option<usize>>,
 }
 
 /// The nodes of one host function that launch sites ask about, gathered in one walk and shared
@@ -129,6 +133,42 @@ impl<'t> HostEnv<'_, 't> {
     /// The initializer of the local `name` in scope at the launch (the innermost declaration
     /// before it whose block holds it), if the function never assigns `name`.
     fn local_init(&self, name: &str) -> Option<(Node<'t>, Node<'t>)> {
+        let (init, decl) = self.local_decl(name, false)?;
+        // Changed in the declaration's scope: its value at the launch is not the initial one,
+        // except for `dim3` field stores that every run of the launch sees (`field_stores`).
+        for change in self.changes_reaching(name, decl) {
+            let field_store = self.declares_dim3(decl)
+                && change
+                    .child_by_field_name("left")
+                    .filter(|t| t.kind() == "field_expression")
+                    .and_then(|t| t.child_by_field_name("argument"))
+                    .is_some_and(|b| b.kind() == "identifier")
+                && self.dim3_field_store(change).is_some();
+            if !field_store {
+                return None;
+            }
+        }
+        Some((init, decl))
+    }
+
+    /// The changes of `name` (see [`HostEnv::changes`]) in the scope of its declaration `decl`
+    /// that may run before the launch.
+    fn changes_reaching(&self, name: &str, decl: Node<'t>) -> Vec<Node<'t>> {
+        let scope = scope_of(decl);
+        let in_scope =
+            |at: usize| at > decl.start_byte() && scope.is_none_or(|b| at < b.end_byte());
+        self.changes(name)
+            .iter()
+            .copied()
+            .filter(|c| in_scope(c.start_byte()) && self.may_precede_launch(*c))
+            .collect()
+    }
+
+    /// The declaration of the local `name` in scope at the launch and its initializer (the
+    /// innermost declaration before it whose block holds it), whatever the function does with
+    /// it later. A `dim3 b;` without initializer is its own initializer; with `bare_scalars`, so
+    /// is any other declaration without one (`int by;`).
+    fn local_decl(&self, name: &str, bare_scalars: bool) -> Option<(Node<'t>, Node<'t>)> {
         self.func_body?;
         let mut found: Option<(Node<'t>, Node<'t>)> = None;
         let at = self.at;
@@ -176,7 +216,7 @@ impl<'t> HostEnv<'_, 't> {
                     let bare = n
                         .children_by_field_name("declarator", &mut c)
                         .any(|d| d.kind() == "identifier" && node_text(d, self.text) == name);
-                    if is_dim3 && bare {
+                    if bare && (is_dim3 || bare_scalars) {
                         pick(n, n);
                     }
                 }
@@ -201,27 +241,6 @@ impl<'t> HostEnv<'_, 't> {
                     }
                 }
                 _ => {}
-            }
-        }
-        // Changed in the declaration's scope: its value at the launch is not the initial one,
-        // except for `dim3` field stores that every run of the launch sees (`field_stores`).
-        let (_, decl) = found?;
-        let scope = scope_of(decl);
-        let in_scope =
-            |at: usize| at > decl.start_byte() && scope.is_none_or(|b| at < b.end_byte());
-        for &change in self.changes(name).iter() {
-            if !in_scope(change.start_byte()) || !self.may_precede_launch(change) {
-                continue;
-            }
-            let field_store = self.declares_dim3(decl)
-                && change
-                    .child_by_field_name("left")
-                    .filter(|t| t.kind() == "field_expression")
-                    .and_then(|t| t.child_by_field_name("argument"))
-                    .is_some_and(|b| b.kind() == "identifier")
-                && self.dim3_field_store(change).is_some();
-            if !field_store {
-                return None;
             }
         }
         found
@@ -314,6 +333,48 @@ impl<'t> HostEnv<'_, 't> {
         let Some(callee) = parent.child_by_field_name("function") else {
             return false;
         };
+        // A ceiling division the library describes is a function of the values.
+        if self.library_ceil_div(parent, self.text) {
+            return true;
+        }
+        // `float(n)`: a functional cast to a built-in type.
+        if matches!(callee.kind(), "primitive_type" | "sized_type_specifier") {
+            return true;
+        }
+        // A function of its arguments' values the library describes (`std::ceil`, `min`) and
+        // the file does not define, with no effect on this argument.
+        let bare = {
+            let full = node_text(callee, self.text);
+            full.rsplit("::").next().unwrap_or(full).trim()
+        };
+        if !self.tables.funcs.contains_key(bare) && !self.tables.macros.contains_key(bare) {
+            use cudarace_library::Returns;
+            if let Some(m) = self.tables.library.function(bare) {
+                let of_values = matches!(
+                    m.returns,
+                    Returns::Pure
+                        | Returns::Min
+                        | Returns::Max
+                        | Returns::Abs
+                        | Returns::Product
+                        | Returns::CeilDiv
+                );
+                if of_values && m.effects.iter().all(|e| e.arg != i) {
+                    return true;
+                }
+            }
+        }
+        // `static_cast<int>(n)` to a type that is not a reference.
+        if callee.kind() == "template_function"
+            && callee
+                .child_by_field_name("name")
+                .is_some_and(|n| node_text(n, self.text) == "static_cast")
+            && callee
+                .child_by_field_name("arguments")
+                .is_some_and(|a| !node_text(a, self.text).contains('&'))
+        {
+            return true;
+        }
         let callee = match callee.kind() {
             "template_function" => callee.child_by_field_name("name").unwrap_or(callee),
             _ => callee,
@@ -361,10 +422,41 @@ impl<'t> HostEnv<'_, 't> {
             .into_iter()
             .filter(|(is_id, _)| *is_id)
             .all(|(_, name)| {
-                self.changes(name)
-                    .iter()
-                    .all(|c| !self.may_precede_launch(*c))
+                self.changes(name).iter().all(|c| match self.since.get() {
+                    None => !self.may_precede_launch(*c),
+                    Some(since) => !self.may_run_between(since, *c),
+                })
             })
+    }
+
+    /// Whether the change `c` may run after `since` (a condition around the launch) and before
+    /// the launch: it comes between them in the text, or after the launch inside a loop that
+    /// holds the launch but not the condition (a loop around both evaluates the condition
+    /// again). A change before the condition cannot come between them: a loop holding it and
+    /// the launch holds the condition too.
+    fn may_run_between(&self, since: usize, c: Node<'t>) -> bool {
+        if c.start_byte() < since {
+            return false;
+        }
+        if c.start_byte() < self.at {
+            return true;
+        }
+        let mut p = c.parent();
+        while let Some(a) = p {
+            if Some(a) == self.func_body {
+                break;
+            }
+            let is_loop = matches!(
+                a.kind(),
+                "for_statement" | "while_statement" | "do_statement" | "for_range_loop"
+            );
+            let holds_launch = a.start_byte() <= self.at && self.at < a.end_byte();
+            if is_loop && holds_launch && a.start_byte() > since {
+                return true;
+            }
+            p = a.parent();
+        }
+        self.has_goto()
     }
 
     /// Whether the change `n` may run before the launch: it comes before it in the text, or
@@ -565,6 +657,19 @@ impl<'t> HostEnv<'_, 't> {
             out[i] = v as u64;
         }
         Some(out)
+    }
+
+    /// [`HostEnv::list_texts`] of a call's arguments, with an argument that may have another
+    /// value each time it is evaluated (`rand()`, `i++`) replaced by a text nothing matches.
+    fn pure_list_texts(&self, list: Node<'t>) -> Vec<String> {
+        let mut c = list.walk();
+        list.named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .map(|a| match pure_expression(a, 0) {
+                true => squash(node_text(a, self.text)),
+                false => "\u{0}".to_string(),
+            })
+            .collect()
     }
 
     /// The texts of the items of an argument (or initializer) list, whitespace removed.
@@ -793,16 +898,25 @@ impl<'t> HostEnv<'_, 't> {
         let (Some(size), Some(list)) = (size, call_args) else {
             return out;
         };
-        let args = self.list_texts(list);
+        let args = self.pure_list_texts(list);
+        // The size is computed at the launch, or where its `dim3` local is declared (its field
+        // stores come later): a passed value it names needs to stay the same from there on.
+        let since = match size.kind() {
+            "identifier" => self
+                .local_init(node_text(size, self.text))
+                .map_or(0, |(_, decl)| decl.start_byte()),
+            _ => self.at,
+        };
         for (d, comp) in self.dim_texts(size, 0).iter().enumerate().take(3) {
             let (text, tree) = crate::parse::parse_snippet_body(comp);
             let Some(e) = crate::consteval::snippet_expr(&tree) else {
                 continue;
             };
-            if let Some(v) = self.relation(e, &text, &args, 0) {
-                if mentions_arg(&v) {
-                    out[d] = Some(v);
-                }
+            self.since.set(Some(since));
+            let v = self.relation(e, &text, &args, 0);
+            self.since.set(None);
+            if let Some(v) = v.filter(mentions_arg) {
+                out[d] = Some(v);
             }
         }
         out
@@ -810,7 +924,7 @@ impl<'t> HostEnv<'_, 't> {
 
     /// `e` (in `text`) in constants and the call's arguments `args` (squashed texts).
     fn relation(&self, e: Node, text: &str, args: &[String], depth: u32) -> Option<SiteValue> {
-        if depth > 12 {
+        if depth > 40 {
             return None;
         }
         let own = squash(node_text(e, text));
@@ -842,11 +956,87 @@ impl<'t> HostEnv<'_, 't> {
                     ">=" => BinOp::Ge,
                     "==" => BinOp::Eq,
                     "!=" => BinOp::Ne,
+                    "&&" => BinOp::And,
+                    "||" => BinOp::Or,
                     _ => return None,
                 };
                 let a = self.relation(e.child_by_field_name("left")?, text, args, depth + 1)?;
                 let b = self.relation(e.child_by_field_name("right")?, text, args, depth + 1)?;
                 Some(SiteValue::Op(op, Box::new(a), Box::new(b)))
+            }
+            "unary_expression" => {
+                let a = self.relation(e.child_by_field_name("argument")?, text, args, depth + 1)?;
+                match node_text(e.child_by_field_name("operator")?, text) {
+                    "!" | "not" => Some(SiteValue::Op(
+                        BinOp::Eq,
+                        Box::new(a),
+                        Box::new(SiteValue::Int(0)),
+                    )),
+                    "-" => Some(SiteValue::Op(
+                        BinOp::Sub,
+                        Box::new(SiteValue::Int(0)),
+                        Box::new(a),
+                    )),
+                    "+" => Some(a),
+                    _ => None,
+                }
+            }
+            "conditional_expression" => {
+                let c =
+                    self.relation(e.child_by_field_name("condition")?, text, args, depth + 1)?;
+                let a =
+                    self.relation(e.child_by_field_name("consequence")?, text, args, depth + 1)?;
+                let b =
+                    self.relation(e.child_by_field_name("alternative")?, text, args, depth + 1)?;
+                Some(SiteValue::Select(Box::new(c), Box::new(a), Box::new(b)))
+            }
+            // A component of a `dim3` local with one constant value (`threads.x`).
+            "field_expression" => {
+                let d = match node_text(e.child_by_field_name("field")?, text) {
+                    "x" => 0,
+                    "y" => 1,
+                    "z" => 2,
+                    _ => return None,
+                };
+                let v = e.child_by_field_name("argument")?;
+                if v.kind() != "identifier" {
+                    return None;
+                }
+                match self.local_dim_values(node_text(v, text), 0)?[d].as_slice() {
+                    [one] => Some(SiteValue::Int(*one as i64)),
+                    _ => None,
+                }
+            }
+            // `static_cast<int>(n)`: like a C cast, its operand.
+            "call_expression"
+                if e.child_by_field_name("function").is_some_and(|f| {
+                    f.kind() == "template_function"
+                        && f.child_by_field_name("name")
+                            .is_some_and(|n| node_text(n, text) == "static_cast")
+                }) =>
+            {
+                let list = e.child_by_field_name("arguments")?;
+                if list.named_child_count() != 1 {
+                    return None;
+                }
+                self.relation(list.named_child(0)?, text, args, depth + 1)
+            }
+            // A ceiling division the library describes (`ATenCeilDiv(n, 16)`, `DIVUP(n, 64)`
+            // without its header): `(a + b - 1) / b`. A function or macro of the file with the
+            // name wins.
+            "call_expression" if self.library_ceil_div(e, text) => {
+                let list = e.child_by_field_name("arguments")?;
+                let mut c = list.walk();
+                let items: Vec<Node> = list
+                    .named_children(&mut c)
+                    .filter(|a| a.kind() != "comment")
+                    .collect();
+                let [a, b] = items.as_slice() else {
+                    return None;
+                };
+                let a = self.relation(*a, text, args, depth + 1)?;
+                let b = self.relation(*b, text, args, depth + 1)?;
+                Some(ceil_div(a, b))
             }
             // A macro (`DIVUP(n, 64)`, `BLOCKS`): its expansion.
             "call_expression" | "identifier" => {
@@ -864,13 +1054,22 @@ impl<'t> HostEnv<'_, 't> {
                     (node_text(f, text).to_string(), Some(v))
                 };
                 let Some(m) = self.tables.macros.get(&name) else {
-                    // A host local computed from passed values (`int blocks = DIVUP(n, 64);`).
-                    if call_args.is_none() && std::ptr::eq(text, self.text) {
-                        let (init, _) = self.local_init(&name)?;
+                    // A host local computed from passed values (`int blocks = DIVUP(n, 64);`),
+                    // also named in a launch size's text or a macro's expansion (both read at
+                    // the launch).
+                    if call_args.is_none() {
+                        let (init, decl) = self.local_init(&name)?;
                         if init.kind().ends_with("_list") {
                             return None;
                         }
-                        return self.relation(init, self.text, args, depth + 1);
+                        // Its initializer's values are those at the declaration.
+                        let since = self.since.get();
+                        if let Some(at) = since {
+                            self.since.set(Some(at.min(decl.start_byte())));
+                        }
+                        let v = self.relation(init, self.text, args, depth + 1);
+                        self.since.set(since);
+                        return v;
                     }
                     return None;
                 };
@@ -881,6 +1080,412 @@ impl<'t> HostEnv<'_, 't> {
             }
             _ => None,
         }
+    }
+
+    /// Whether the call `e` (in `text`) is to a function the library describes as a ceiling
+    /// division (`returns = "ceil-div"`) that the file does not define (as a function or a
+    /// macro).
+    fn library_ceil_div(&self, e: Node, text: &str) -> bool {
+        let Some(f) = e.child_by_field_name("function") else {
+            return false;
+        };
+        let f = match f.kind() {
+            "template_function" => f.child_by_field_name("name").unwrap_or(f),
+            _ => f,
+        };
+        let full = node_text(f, text);
+        // `cuda::ceil_div`: the library names the function, not its namespace.
+        let name = full.rsplit("::").next().unwrap_or(full).trim();
+        if self
+            .tables
+            .macros
+            .get(name)
+            .is_some_and(|m| m.fallback.is_none())
+            || self.tables.macros.contains_key(full)
+            || self.tables.funcs.get(name).is_some_and(|d| !d.is_empty())
+        {
+            return false;
+        }
+        self.tables
+            .library
+            .function(name)
+            .is_some_and(|m| m.returns == cudarace_library::Returns::CeilDiv)
+    }
+
+    /// The values the expression `e` may have at the launch when it has a few integer
+    /// constant values: a constant, a local whose initializer and every assignment that may
+    /// reach the launch are such expressions (`threadsY = c ? 8 : 4`), `c ? a : b` (either),
+    /// arithmetic on those. The list may hold values that never happen, never misses one.
+    fn value_set(&self, e: Node<'t>, depth: u32) -> Option<Vec<i64>> {
+        const MAX: usize = 16;
+        if depth > 8 {
+            return None;
+        }
+        if let Some(v) = eval(e, self.text, self, 0) {
+            return Some(vec![v]);
+        }
+        let mut out = match e.kind() {
+            "parenthesized_expression" => self.value_set(e.named_child(0)?, depth + 1)?,
+            "conditional_expression" => {
+                let mut a = self.value_set(e.child_by_field_name("consequence")?, depth + 1)?;
+                a.extend(self.value_set(e.child_by_field_name("alternative")?, depth + 1)?);
+                a
+            }
+            "identifier" => self.local_values(node_text(e, self.text), depth + 1)?,
+            "binary_expression" => {
+                let op = node_text(e.child_by_field_name("operator")?, self.text);
+                if !matches!(op, "+" | "-" | "*" | "/" | "%") {
+                    return None;
+                }
+                let a = self.value_set(e.child_by_field_name("left")?, depth + 1)?;
+                let b = self.value_set(e.child_by_field_name("right")?, depth + 1)?;
+                let mut out = Vec::new();
+                for x in &a {
+                    for y in &b {
+                        out.push(crate::consteval::binop(op, *x, *y)?);
+                    }
+                }
+                out
+            }
+            _ => return None,
+        };
+        out.sort_unstable();
+        out.dedup();
+        (!out.is_empty() && out.len() <= MAX).then_some(out)
+    }
+
+    /// The values the integer local `name` may have at the launch: its initializer's and those
+    /// of every `name = e` that may run before the launch ([`HostEnv::value_set`]). `None` when
+    /// it is changed any other way (`+=`, `++`, `&name`, passed by reference), is `static`
+    /// (an assignment after the launch reaches the next call's launch) or not a plain integer.
+    fn local_values(&self, name: &str, depth: u32) -> Option<Vec<i64>> {
+        let (init, decl) = self.local_decl(name, true)?;
+        if self.declares_dim3(decl) || !self.plain_integer(decl) {
+            return None;
+        }
+        // An initial value every path to the launch overwrites (`int bx = 0; if (c) bx = 4;
+        // else bx = 8;`) is not one of the values.
+        let overwritten = init.kind() != "declaration"
+            && !self.has_goto()
+            && self.overwritten_before_launch(name, decl);
+        let mut out = match init.kind() {
+            "declaration" => Vec::new(),
+            _ if overwritten => Vec::new(),
+            "argument_list" | "initializer_list" => {
+                let mut c = init.walk();
+                let items: Vec<Node> = init
+                    .named_children(&mut c)
+                    .filter(|a| a.kind() != "comment")
+                    .collect();
+                let [one] = items.as_slice() else {
+                    return None;
+                };
+                self.value_set(*one, depth + 1)?
+            }
+            _ => self.value_set(init, depth + 1)?,
+        };
+        for change in self.changes_reaching(name, decl) {
+            let plain = change.kind() == "assignment_expression"
+                && change
+                    .child_by_field_name("operator")
+                    .is_some_and(|o| node_text(o, self.text) == "=")
+                && change
+                    .child_by_field_name("left")
+                    .is_some_and(|l| l.kind() == "identifier" && node_text(l, self.text) == name);
+            if !plain {
+                return None;
+            }
+            out.extend(self.value_set(change.child_by_field_name("right")?, depth + 1)?);
+        }
+        out.sort_unstable();
+        out.dedup();
+        (!out.is_empty()).then_some(out)
+    }
+
+    /// Whether a statement after `decl` and before the launch, in a block that holds the
+    /// launch, assigns `name` on every path through it: `name = e;`, a block with such a
+    /// statement, an `if` with an `else` whose both branches do.
+    fn overwritten_before_launch(&self, name: &str, decl: Node<'t>) -> bool {
+        let Some(body) = self.func_body else {
+            return false;
+        };
+        fn assigns(env: &HostEnv, s: Node, name: &str, depth: u32) -> bool {
+            if depth > 32 {
+                return false;
+            }
+            match s.kind() {
+                "expression_statement" => s.named_child(0).is_some_and(|e| {
+                    e.kind() == "assignment_expression"
+                        && e.child_by_field_name("operator")
+                            .is_some_and(|o| node_text(o, env.text) == "=")
+                        && e.child_by_field_name("left").is_some_and(|l| {
+                            l.kind() == "identifier" && node_text(l, env.text) == name
+                        })
+                }),
+                "compound_statement" => {
+                    let mut c = s.walk();
+                    let found = s
+                        .named_children(&mut c)
+                        .any(|ch| assigns(env, ch, name, depth + 1));
+                    found
+                }
+                "else_clause" => s
+                    .named_child(0)
+                    .is_some_and(|b| assigns(env, b, name, depth + 1)),
+                "if_statement" => {
+                    let (Some(a), Some(b)) = (
+                        s.child_by_field_name("consequence"),
+                        s.child_by_field_name("alternative"),
+                    ) else {
+                        return false;
+                    };
+                    assigns(env, a, name, depth + 1) && assigns(env, b, name, depth + 1)
+                }
+                _ => false,
+            }
+        }
+        // The statements of the blocks from the declaration's block down to the launch.
+        let mut blocks = Vec::new();
+        let mut p = Some(self.at_node(body));
+        while let Some(a) = p {
+            if a.kind() == "compound_statement" {
+                blocks.push(a);
+            }
+            if a == body {
+                break;
+            }
+            p = a.parent();
+        }
+        // A statement of a block around the launch that comes before it runs, whole, before
+        // the launch whenever the launch runs (a `break`, `continue` or `return` that skips
+        // the assignment skips the launch too; a `goto` is ruled out by the caller).
+        blocks.iter().any(|b| {
+            let mut c = b.walk();
+            let found = b.named_children(&mut c).any(|st| {
+                st.start_byte() > decl.end_byte()
+                    && st.end_byte() <= self.at
+                    && assigns(self, st, name, 0)
+            });
+            found
+        })
+    }
+
+    /// The innermost node of `body` that holds the launch.
+    fn at_node(&self, body: Node<'t>) -> Node<'t> {
+        body.descendant_for_byte_range(self.at, self.at)
+            .unwrap_or(body)
+    }
+
+    /// Whether `decl` (an `init_declarator` or a declaration) declares a plain integer
+    /// variable: not static, not a pointer, reference or array, of a built-in integer type.
+    fn plain_integer(&self, decl: Node<'t>) -> bool {
+        let (declaration, declarator) = match decl.kind() {
+            "init_declarator" => (decl.parent(), decl.child_by_field_name("declarator")),
+            _ => (Some(decl), None),
+        };
+        let Some(declaration) = declaration.filter(|d| d.kind() == "declaration") else {
+            return false;
+        };
+        if declarator.is_some_and(|d| d.kind() != "identifier") {
+            return false;
+        }
+        let mut c = declaration.walk();
+        let is_static = declaration.children(&mut c).any(|ch| {
+            ch.kind() == "storage_class_specifier" && node_text(ch, self.text) != "register"
+        });
+        let ty = declaration.child_by_field_name("type").map(|t| {
+            node_text(t, self.text)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
+        !is_static
+            && ty.is_some_and(|t| {
+                matches!(
+                    t.as_str(),
+                    "int"
+                        | "unsigned"
+                        | "unsigned int"
+                        | "signed"
+                        | "signed int"
+                        | "long"
+                        | "long int"
+                        | "unsigned long"
+                        | "long long"
+                        | "unsigned long long"
+                        | "size_t"
+                        | "int32_t"
+                        | "uint32_t"
+                        | "int64_t"
+                        | "uint64_t"
+                )
+            })
+    }
+
+    /// Like [`HostEnv::dims`], but each dimension is the list of values it may have
+    /// ([`HostEnv::value_set`]): `dim3 threads(32, threadsY)` with `threadsY` 4 or 8.
+    fn dim_values(&self, e: Node<'t>, depth: u32) -> Option<[Vec<u64>; 3]> {
+        if let Some(d) = self.dims(e, depth) {
+            return Some(d.map(|v| vec![v]));
+        }
+        if depth > 16 {
+            return None;
+        }
+        let scalar = |e: Node<'t>| Some([positive(self.value_set(e, 0)?)?, vec![1], vec![1]]);
+        match e.kind() {
+            "parenthesized_expression" => self.dim_values(e.named_child(0)?, depth + 1),
+            "call_expression" => {
+                let f = e.child_by_field_name("function")?;
+                if node_text(f, self.text) == "dim3" {
+                    self.list_values(e.child_by_field_name("arguments")?)
+                } else {
+                    scalar(e)
+                }
+            }
+            "initializer_list" => self.list_values(e),
+            "identifier" => {
+                let name = node_text(e, self.text);
+                if self.tables.macros.contains_key(name) {
+                    return scalar(e);
+                }
+                match self.local_init(name) {
+                    Some((_, decl)) if self.declares_dim3(decl) => {
+                        self.local_dim_values(name, depth + 1)
+                    }
+                    _ => scalar(e),
+                }
+            }
+            _ => scalar(e),
+        }
+    }
+
+    /// [`HostEnv::dim_values`] of the `dim3` local `name` (`None` when it is not one, or is
+    /// changed other than by field stores every launch sees).
+    fn local_dim_values(&self, name: &str, depth: u32) -> Option<[Vec<u64>; 3]> {
+        if depth > 16 {
+            return None;
+        }
+        let (init, decl) = self.local_init(name)?;
+        if !self.declares_dim3(decl) {
+            return None;
+        }
+        let mut out = match init.kind() {
+            "argument_list" | "initializer_list" => self.list_values(init)?,
+            "declaration" => [vec![1], vec![1], vec![1]],
+            "parameter_list" => self.param_values(init)?,
+            _ => self.dim_values(init, depth + 1)?,
+        };
+        for (d, v) in self.field_stores(name, decl) {
+            out[d] = positive(self.value_set(v, 0)?)?;
+        }
+        Some(out)
+    }
+
+    /// [`HostEnv::list_values`] for the "parameters" of a `dim3 b(TILE, rows)` misparsed as a
+    /// function declaration (see [`HostEnv::dim3_params`]): constants, or locals' values.
+    fn param_values(&self, params: Node<'t>) -> Option<[Vec<u64>; 3]> {
+        let mut c = params.walk();
+        let vals: Vec<Node> = params
+            .named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .collect();
+        if vals.len() > 3 {
+            return None;
+        }
+        let mut out = [vec![1], vec![1], vec![1]];
+        for (i, a) in vals.iter().enumerate() {
+            let text = node_text(*a, self.text).trim();
+            let values = match eval_text(text, self, 0) {
+                Some(v) => vec![v],
+                None if crate::text::tokens(text).len() == 1 => self.local_values(text, 0)?,
+                None => return None,
+            };
+            out[i] = positive(values)?;
+        }
+        Some(out)
+    }
+
+    /// The values of each item of a `dim3` constructor's arguments (missing ones are 1).
+    fn list_values(&self, args: Node<'t>) -> Option<[Vec<u64>; 3]> {
+        let mut c = args.walk();
+        let vals: Vec<Node> = args
+            .named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .collect();
+        if vals.len() > 3 {
+            return None;
+        }
+        let mut out = [vec![1], vec![1], vec![1]];
+        for (i, a) in vals.iter().enumerate() {
+            out[i] = positive(self.value_set(*a, 0)?)?;
+        }
+        Some(out)
+    }
+
+    /// The conditions of the `if`s around the launch `call` (in the function), in terms of
+    /// the call's arguments: the conjuncts of the condition of an `if` whose `then` branch
+    /// holds the launch, the negation of the whole condition of one whose `else` branch does.
+    /// A condition (or conjunct) not written exactly in those terms is left out.
+    fn path_conditions(&self, call: Node<'t>, call_args: Option<Node<'t>>) -> Vec<SiteValue> {
+        let Some(list) = call_args else {
+            return vec![];
+        };
+        // A `goto` may jump into the branch past its condition.
+        if self.func_body.is_none() || self.has_goto() {
+            return vec![];
+        }
+        let args = self.pure_list_texts(list);
+        let mut out = Vec::new();
+        let mut child = call;
+        let mut p = call.parent();
+        while let Some(a) = p {
+            if Some(a) == self.func_body || a.kind() == "lambda_expression" {
+                break;
+            }
+            if a.kind() == "if_statement" {
+                let value = a
+                    .child_by_field_name("condition")
+                    .filter(|c| c.child_by_field_name("initializer").is_none())
+                    .and_then(|c| c.child_by_field_name("value"))
+                    .filter(|v| v.kind() != "declaration");
+                let then = a.child_by_field_name("consequence") == Some(child);
+                let other = a.child_by_field_name("alternative") == Some(child);
+                if let Some(v) = value.filter(|v| self.names_mean_the_same(*v)) {
+                    if then {
+                        for c in conjuncts(v, self.text) {
+                            out.extend(self.condition(c, &args));
+                        }
+                    } else if other {
+                        out.extend(self.condition(v, &args).map(|c| {
+                            SiteValue::Op(BinOp::Eq, Box::new(c), Box::new(SiteValue::Int(0)))
+                        }));
+                    }
+                }
+            }
+            child = a;
+            p = a.parent();
+        }
+        out
+    }
+
+    /// `c` in terms of the call's arguments, if it mentions one.
+    fn condition(&self, c: Node<'t>, args: &[String]) -> Option<SiteValue> {
+        self.since.set(Some(c.start_byte()));
+        let v = self.relation(c, self.text, args, 0);
+        self.since.set(None);
+        v.filter(mentions_arg)
+    }
+
+    /// Whether every name in `cond` means at the launch what it means at `cond`: no local of
+    /// that name is declared between them (`if (k == 4) { int k = 8; … }`).
+    fn names_mean_the_same(&self, cond: Node<'t>) -> bool {
+        crate::text::tokens(node_text(cond, self.text))
+            .into_iter()
+            .filter(|(is_id, _)| *is_id)
+            .all(|(_, name)| {
+                self.local_decl(name, true)
+                    .is_none_or(|(_, decl)| decl.start_byte() < cond.start_byte())
+            })
     }
 
     fn dim3_args(&self, args: Node<'t>) -> Option<[u64; 3]> {
@@ -957,17 +1562,31 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                             at: n.start_byte(),
                             text,
                             facts,
+                            since: Default::default(),
                         };
                         let mut c2 = cfg.walk();
                         let args: Vec<Node> = cfg
                             .named_children(&mut c2)
                             .filter(|a| a.kind() != "comment")
                             .collect();
+                        let grid_dim = args.first().and_then(|g| env.dims(*g, 0));
+                        let block_dim = args.get(1).and_then(|b| env.dims(*b, 0));
+                        let grid_values = match (args.first(), grid_dim) {
+                            (Some(g), None) => env.dim_values(*g, 0),
+                            _ => None,
+                        };
+                        let block_values = match (args.get(1), block_dim) {
+                            (Some(b), None) => env.dim_values(*b, 0),
+                            _ => None,
+                        };
                         out.push(LaunchSite {
                             kernel: node_text(name_node, text).to_string(),
                             span: Span::new(file, n.start_byte(), n.end_byte()),
-                            grid_dim: args.first().and_then(|g| env.dims(*g, 0)),
-                            block_dim: args.get(1).and_then(|b| env.dims(*b, 0)),
+                            grid_values,
+                            block_values,
+                            grid_dim,
+                            block_dim,
+                            conditions: env.path_conditions(n, n.child_by_field_name("arguments")),
                             args: env.arg_values(
                                 n.child_by_field_name("arguments"),
                                 args.first().copied(),
@@ -1049,6 +1668,7 @@ fn runtime_api_launch<'t>(
         at: n.start_byte(),
         text,
         facts: std::rc::Rc::new(FunctionFacts::of(func_body, text)),
+        since: Default::default(),
     };
     Some(LaunchSite {
         kernel: node_text(name_node, text).to_string(),
@@ -1060,7 +1680,56 @@ fn runtime_api_launch<'t>(
         template_args: vec![],
         grid_relations: [None, None, None],
         block_relations: [None, None, None],
+        grid_values: None,
+        block_values: None,
+        conditions: vec![],
     })
+}
+
+/// The values as sizes, if all are positive.
+fn positive(vs: Vec<i64>) -> Option<Vec<u64>> {
+    vs.into_iter()
+        .map(|v| (v > 0).then_some(v as u64))
+        .collect()
+}
+
+/// `(a + b - 1) / b`.
+fn ceil_div(a: SiteValue, b: SiteValue) -> SiteValue {
+    let less = match b {
+        // `(n + 63) / 64`.
+        SiteValue::Int(k) => SiteValue::Op(
+            BinOp::Add,
+            Box::new(a),
+            Box::new(SiteValue::Int(k.saturating_sub(1))),
+        ),
+        _ => {
+            let sum = SiteValue::Op(BinOp::Add, Box::new(a), Box::new(b.clone()));
+            SiteValue::Op(BinOp::Sub, Box::new(sum), Box::new(SiteValue::Int(1)))
+        }
+    };
+    SiteValue::Op(BinOp::Div, Box::new(less), Box::new(b))
+}
+
+/// The operands of `a && b && …` (parentheses looked through), or `e` itself.
+fn conjuncts<'t>(e: Node<'t>, text: &str) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut stack = vec![e];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "parenthesized_expression" if n.named_child_count() == 1 => {
+                stack.push(n.named_child(0).unwrap_or(n))
+            }
+            "binary_expression"
+                if n.child_by_field_name("operator")
+                    .is_some_and(|o| matches!(node_text(o, text), "&&" | "and")) =>
+            {
+                stack.extend(n.child_by_field_name("right"));
+                stack.extend(n.child_by_field_name("left"));
+            }
+            _ => out.push(n),
+        }
+    }
+    out
 }
 
 fn squash(s: &str) -> String {
@@ -1094,6 +1763,7 @@ fn mentions_arg(v: &SiteValue) -> bool {
     match v {
         SiteValue::Arg(_) => true,
         SiteValue::Mul(a, b) | SiteValue::Op(_, a, b) => mentions_arg(a) || mentions_arg(b),
+        SiteValue::Select(c, a, b) => mentions_arg(c) || mentions_arg(a) || mentions_arg(b),
         SiteValue::Int(_) | SiteValue::GridDim(_) | SiteValue::BlockDim(_) => false,
     }
 }

@@ -2007,3 +2007,121 @@ __global__ void k(float4 *v) {
     assert!(b.contains("v[((threadIdx.x * 4) + vector.cell)]"), "{b}");
     assert!(b.contains("v[(((threadIdx.x + 1) * 4) + 1)] = 1"), "{b}");
 }
+
+#[test]
+fn launch_sites_take_the_values_a_local_may_have() {
+    let f = lower_str(
+        r#"__global__ void k(float *out, int n) { out[0] = 1; }
+void run(float *out, int n, int colors, int rows) {
+  int threadsX = 32, threadsY;
+  if (colors <= 3) {
+    threadsY = 4;
+  } else {
+    threadsY = colors % 8 == 0 ? 8 : 4;
+  }
+  dim3 threads(threadsX, threadsY);
+  k<<<n, threads>>>(out, n);
+  int other = 4;
+  if (colors > 3) other = rows;
+  k<<<n, other>>>(out, n);
+}"#,
+    );
+    let sites: Vec<_> = f
+        .launch_sites
+        .iter()
+        .map(|s| (s.block_dim, s.block_values.clone()))
+        .collect();
+    assert_eq!(
+        sites,
+        vec![(None, Some([vec![32], vec![4, 8], vec![1]])), (None, None),]
+    );
+}
+
+#[test]
+fn launch_sites_take_the_conditions_around_them() {
+    let f = lower_str(
+        r#"__global__ void k(float *out, int n) { out[0] = 1; }
+void run(float *out, int n, int m, bool fast) {
+  int ipt = n % 128 == 0 ? 4 : 1;
+  if (m >= 512 && (n == 768 || n == 1024) && fast) {
+    k<<<m, n / 8>>>(out, n);
+  } else if (ipt == 4) {
+    k<<<m, 32>>>(out, n);
+  }
+}"#,
+    );
+    let c = |s: &LaunchSite| s.conditions.len();
+    let counts: Vec<usize> = f.launch_sites.iter().map(c).collect();
+    // `m` and `fast` are not passed; `n == 768 || n == 1024` is. The second launch: not the
+    // first condition (it mentions `fast`, so it cannot be negated), and `ipt == 4`.
+    assert_eq!(counts, vec![1, 1], "{:?}", f.launch_sites);
+    assert!(matches!(
+        f.launch_sites[1].conditions[0],
+        SiteValue::Op(BinOp::Eq, _, _)
+    ));
+}
+
+#[test]
+fn launch_grid_relation_through_a_local_chosen_by_a_condition() {
+    let f = lower_str(
+        r#"#define DIVUP(a, b) (((a) + (b) - 1) / (b))
+__global__ void k(float *out, int n) { out[0] = 1; }
+void run(float *out, int n, int pixels) {
+  int ipt = n % 128 == 0 ? 4 : 1;
+  dim3 blocks(DIVUP(n, 32 * ipt), pixels);
+  k<<<blocks, 32>>>(out, n);
+}"#,
+    );
+    let s = &f.launch_sites[0];
+    assert!(
+        matches!(s.grid_relations[0], Some(SiteValue::Op(BinOp::Div, _, _))),
+        "{s:?}"
+    );
+}
+
+#[test]
+fn launch_grid_relation_through_a_library_ceil_div() {
+    let f = lower_str(
+        r#"__global__ void k(float *out, int n) { out[0] = 1; }
+int divUp(int a, int b) { return (a + b) / b; }
+void run(float *out, int n) {
+  dim3 blocks(ATenCeilDiv(n, 32), DIVUP(n, 16));
+  k<<<blocks, 32>>>(out, n);
+  k<<<divUp(n, 32), 32>>>(out, n);
+}"#,
+    );
+    let s = &f.launch_sites[0];
+    assert!(
+        matches!(s.grid_relations[0], Some(SiteValue::Op(BinOp::Div, _, _))),
+        "{s:?}"
+    );
+    assert!(
+        matches!(s.grid_relations[1], Some(SiteValue::Op(BinOp::Div, _, _))),
+        "{s:?}"
+    );
+    // The file's own `divUp` wins (and is not read).
+    assert_eq!(f.launch_sites[1].grid_relations[0], None);
+}
+
+#[test]
+fn launch_grid_relation_through_static_cast_and_a_swap_before_it() {
+    let f = lower_str(
+        r#"__global__ void k(float *out, int n1, int n2) { out[0] = 1; }
+void run(float *out, long n1, long n2) {
+  if (n2 > n1) std::swap(n1, n2);
+  const int bx = at::cuda::ATenCeilDiv(static_cast<int>(n1), 32);
+  const int by = at::cuda::ATenCeilDiv(static_cast<int>(n2), 16);
+  dim3 blocks(bx, by);
+  k<<<blocks, 32>>>(out, n1, n2);
+}"#,
+    );
+    let s = &f.launch_sites[0];
+    assert!(
+        matches!(s.grid_relations[0], Some(SiteValue::Op(BinOp::Div, _, _))),
+        "{s:?}"
+    );
+    assert!(
+        matches!(s.grid_relations[1], Some(SiteValue::Op(BinOp::Div, _, _))),
+        "{s:?}"
+    );
+}

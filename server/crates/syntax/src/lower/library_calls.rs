@@ -248,6 +248,14 @@ impl<'a, 't> Lowerer<'a, 't> {
                 (Some(a), Some(b), 2) => Val::S(fold(&Expr::bin(BinOp::Mul, a, b))),
                 _ => Val::S(self.unknown(reason, span, false)),
             },
+            Returns::CeilDiv => match (arg_scalar(self, 0), arg_scalar(self, 1), args.len()) {
+                (Some(a), Some(b), 2) => {
+                    let sum = Expr::bin(BinOp::Add, a, b.clone());
+                    let less = Expr::bin(BinOp::Sub, sum, Expr::Int(1));
+                    Val::S(fold(&Expr::bin(BinOp::Div, less, b)))
+                }
+                _ => Val::S(self.unknown(reason, span, false)),
+            },
         }
     }
 
