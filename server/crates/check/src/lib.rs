@@ -38,6 +38,7 @@ pub mod assumptions;
 pub mod divergence;
 pub mod encode;
 pub mod launch;
+pub mod layout;
 mod lemmas;
 pub mod protocol;
 pub mod separable;
@@ -219,11 +220,28 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
         dims.clone()
             .map(|d| !matches!(d, launch::DimSpec::Symbolic))
     };
-    kernel_assumptions.extend(assumptions::leading_dimension_assumptions(
+    let leading = assumptions::leading_dimension_assumptions(
         kernel,
         (fixed_dims(&launch.block), fixed_dims(&launch.grid)),
         &opts.assumptions,
-    ));
+    );
+    kernel_assumptions.extend(leading.iter().cloned());
+    if opts.assumptions.leading_dimensions {
+        let known: Vec<(String, String)> = leading
+            .iter()
+            .filter_map(|a| match &a.broken {
+                assumptions::Broken::LeadingDimension { ld, scale: 1, row } => {
+                    Some((ld.clone(), row.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        kernel_assumptions.extend(layout::layout_assumptions(
+            kernel,
+            (fixed_dims(&launch.block), fixed_dims(&launch.grid)),
+            &known,
+        ));
+    }
     let launched = file
         .launch_sites
         .iter()
@@ -262,6 +280,9 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
     kernel_assumptions.retain(|a| match &a.broken {
         assumptions::Broken::Param { name, .. } => !launch.binds_everywhere(name, true),
         assumptions::Broken::LeadingDimension { ld, .. } => !launch.binds_everywhere(ld, false),
+        assumptions::Broken::Layout { subjects, .. } => {
+            subjects.is_empty() || !subjects.iter().all(|p| launch.binds_everywhere(p, false))
+        }
         _ => true,
     });
     let enc = Encoder {
@@ -699,7 +720,13 @@ fn race_finding(
         .iter()
         .filter(|(t, _)| witness::eval_bool(t, model) == Some(false))
         .map(|(_, b)| b.describe(model))
-        .collect();
+        .fold(Vec::new(), |mut out, d| {
+            // Two assumptions may say the same (`padw >= 0` as a size and as a digit).
+            if !out.contains(&d) {
+                out.push(d);
+            }
+            out
+        });
     let condition = (!broken.is_empty()).then(|| format!("only if {}", broken.join(" and ")));
     if let Some(c) = &condition {
         confidence_reason = match confidence {

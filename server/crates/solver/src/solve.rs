@@ -193,7 +193,17 @@ fn solve_inner(
     // leaks between checks or queries.
     let answer = match probe(query, limits, cancelled, timer, &enc) {
         Some(found) => found,
-        None => solve_levels(
+        None => {
+            // No probe gives a plausible witness: a probe without the assumptions may still
+            // give one that breaks them. Kept for when the checks below do not decide in time
+            // (a plausible race that is hard to rule out: the layout of a mixed-radix index
+            // with symbolic radices); the caller then reports the assumptions it breaks.
+            let fallback = if query.assumptions.is_empty() {
+                None
+            } else {
+                probe_with(query, limits, cancelled, timer, &enc, &[], false)
+            };
+            match solve_levels(
             start,
             query,
             limits,
@@ -203,7 +213,15 @@ fn solve_inner(
             &assertions,
             &assumptions,
             &preferred,
-        ),
+            fallback.as_ref().map(|(s, _)| s),
+            ) {
+                Answer::Unknown(reason) => {
+                    timer.disarm();
+                    fallback.map_or(Answer::Unknown(reason), |(_, a)| a)
+                }
+                other => other,
+            }
+        }
     };
     match answer {
         Answer::Sat(mut model) if !query.preconditions.is_empty() => {
@@ -238,6 +256,19 @@ fn probe(
     timer: &Timer<'_>,
     enc: &Encoder,
 ) -> Option<Answer> {
+    probe_with(query, limits, cancelled, timer, enc, &query.assumptions, true).map(|(_, a)| a)
+}
+
+/// [`probe`] with the given assumptions (none: any witness of the query, plausible or not).
+fn probe_with(
+    query: &Query,
+    limits: &Limits,
+    cancelled: &dyn Fn() -> bool,
+    timer: &Timer<'_>,
+    enc: &Encoder,
+    assumptions: &[Term],
+    disarm: bool,
+) -> Option<(Solver, Answer)> {
     for set in &query.probes {
         if cancelled() || timer.fired() {
             return None;
@@ -257,7 +288,7 @@ fn probe(
         for t in query
             .assertions
             .iter()
-            .chain(&query.assumptions)
+            .chain(assumptions)
             .chain(&query.preferred)
         {
             // A formula that does not encode makes the probe pointless (the normal checks say
@@ -282,8 +313,11 @@ fn probe(
         let result = solver.check();
         dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
         if result == SatResult::Sat {
-            timer.disarm();
-            return Some(sat_answer(&solver, enc, query));
+            if disarm {
+                timer.disarm();
+            }
+            let answer = sat_answer(&solver, enc, query);
+            return Some((solver, answer));
         }
     }
     None
@@ -345,12 +379,18 @@ fn solve_levels(
     assertions: &[Bool],
     assumptions: &[Bool],
     preferred: &[Bool],
+    known: Option<&Solver>,
 ) -> Answer {
     let budget = Duration::from_millis(limits.timeout_ms.max(1));
     let mut both_inconsistent = preferred.is_empty() && assumptions.is_empty();
     let mut assumptions_inconsistent = assumptions.is_empty();
     let mut last_reason = String::new();
     for engine in [Engine::Fast, Engine::Full] {
+        // A probe has found a witness (breaking an assumption): the query is nonlinear, and
+        // only whether a plausible witness exists is left, for the full engine.
+        if known.is_some() && matches!(engine, Engine::Fast) {
+            continue;
+        }
         let extra_share = match engine {
             Engine::Fast => FAST_SHARE,
             Engine::Full => PREFERRED_SHARE,
@@ -369,6 +409,9 @@ fn solve_levels(
             let solver = engine.solver();
             let rlimit = match engine {
                 Engine::Fast => (limits.rlimit / share).min(FAST_RLIMIT_CAP),
+                // A race a probe has shown already: the plausible witness is worth less
+                // of the budget (the probe's is reported when none is found in time).
+                Engine::Full if known.is_some() && share > 1 => limits.rlimit / share / KNOWN_SAT_SHARE,
                 Engine::Full => limits.rlimit / share,
             };
             set_rlimit(&solver, rlimit);
@@ -414,22 +457,28 @@ fn solve_levels(
                 }
             }
         }
-        let plain = match check(&[], plain_share) {
-            Err(a) => return a,
-            Ok(CheckResult::Sat(solver)) => solver,
-            Ok(CheckResult::Unsat) => return Answer::Unsat,
-            Ok(CheckResult::Unknown(r)) => {
-                last_reason = r;
-                continue;
+        let owned;
+        let plain: &Solver = match known {
+            Some(solver) => solver,
+            None => {
+                owned = match check(&[], plain_share) {
+                    Err(a) => return a,
+                    Ok(CheckResult::Sat(solver)) => solver,
+                    Ok(CheckResult::Unsat) => return Answer::Unsat,
+                    Ok(CheckResult::Unknown(r)) => {
+                        last_reason = r;
+                        continue;
+                    }
+                };
+                &owned
             }
         };
-        if satisfies_all(&plain, assumptions) {
+        if satisfies_all(plain, assumptions) {
             timer.disarm();
-            return sat_answer(&plain, enc, query);
+            return sat_answer(plain, enc, query);
         }
-        let plain_answer = sat_answer(&plain, enc, query);
-        let (mut kept, broken) = split_by_model(&plain, assumptions);
-        drop(plain);
+        let plain_answer = sat_answer(plain, enc, query);
+        let (mut kept, broken) = split_by_model(plain, assumptions);
         if !assumptions_inconsistent {
             match check(&[assumptions], extra_share) {
                 Ok(CheckResult::Sat(solver)) => {
@@ -544,6 +593,9 @@ fn satisfies_all(solver: &Solver, assumptions: &[Bool]) -> bool {
 /// section (a) of the bench with cap 20k or 100k → 5 of 191 kernels unknown (the bitonic sorts
 /// among them, 4.2 s each), with 1M → 2 unknown, p95 kernel time 51 ms instead of 316 ms.
 const FAST_SHARE: u64 = 10;
+/// Further share of `rlimit` for the full engine's checks with extra constraints when a probe
+/// has found a witness without the assumptions (see `solve_inner`).
+const KNOWN_SAT_SHARE: u64 = 8;
 const FAST_RLIMIT_CAP: u64 = 1_000_000;
 
 /// The two Z3 solver objects used.
