@@ -26,6 +26,9 @@
 //!   or is `x % n`, the leading dimension covers the row: `ld >= n` (a pitch is at least the row
 //!   length it is the pitch of). The index may be built in a local first, and the leading
 //!   dimension may count smaller units than the index (`row * ld / 32 + col`: `ld / 32 >= n`).
+//!   Generalised to layouts `X * S + Y` ([`crate::layout`]): every digit of a mixed-radix index
+//!   (`(j + s2) * d3 + (k + s3)`, flat or in Horner form, steps products of parameters) stays
+//!   inside its step, bounded from the kernel (`s3 + l3 <= d3` for `k < l3`, `s3 >= 0`).
 //! - `launch-shape-without-launch`: a kernel the file never launches is launched in the shape
 //!   that its race's precondition names, when that precondition ties a shape parameter (a
 //!   stride, step or divisor, not a mere bound) to the launch (`n == blockDim.x`,

@@ -257,7 +257,11 @@ impl Ctx<'_> {
                     Some(Poly::atom(Atom::Var(key)))
                 }
                 // A quotient, a shift, …: a value of its own, unbounded (`n = idx / w / h`).
-                BinOp::Div | BinOp::Shl | BinOp::Shr | BinOp::BitAnd | BinOp::BitOr
+                BinOp::Div
+                | BinOp::Shl
+                | BinOp::Shr
+                | BinOp::BitAnd
+                | BinOp::BitOr
                 | BinOp::BitXor => Some(Poly::atom(Atom::Var(format!("opaque#{e:?}")))),
                 _ => None,
             },
@@ -394,15 +398,9 @@ pub fn layout_assumptions(
             break;
         }
         let Some(p) = cx.poly(&e, 0) else { continue };
-        if std::env::var_os("CUDARACE_DEBUG_LAYOUT").is_some() {
-            eprintln!("layout index {} ubs {:?}", p.text(), cx.ubs);
-        }
         index_assumptions(&cx, &p, known, &mut out);
     }
     out.truncate(MAX_ASSUMPTIONS);
-    if std::env::var_os("CUDARACE_DEBUG_LAYOUT").is_some() {
-        eprintln!("layout assumptions {:?}", out.iter().map(|(k, _)| k).collect::<Vec<_>>());
-    }
     out.into_iter().map(|(_, a)| a).collect()
 }
 
@@ -512,7 +510,11 @@ fn digit_assumptions(
                 ok = false;
                 break;
             };
-            let next = if *c > 0 { hi.add(&scaled) } else { lo.add(&scaled) };
+            let next = if *c > 0 {
+                hi.add(&scaled)
+            } else {
+                lo.add(&scaled)
+            };
             match (next, *c > 0) {
                 (Some(n), true) => hi = n,
                 (Some(n), false) => lo = n,
@@ -530,7 +532,9 @@ fn digit_assumptions(
         push(nonneg(lo, true), known, out);
     }
     // Without an upper bound for every varying term, only the lower bound.
-    if vars.iter().any(|(v, _)| cx.ubs.get(v).is_none_or(|u| u.is_empty()))
+    if vars
+        .iter()
+        .any(|(v, _)| cx.ubs.get(v).is_none_or(|u| u.is_empty()))
         && vars.iter().all(|(_, c)| *c > 0)
     {
         push(nonneg(fixed, true), known, out);
@@ -559,7 +563,9 @@ fn nonneg(d: Poly, lower: bool) -> Option<(String, String, Assumption)> {
     // A size every term has (`cs * b + cs * o <= cs * t`) divides out.
     if d.constant_part() == 0 {
         loop {
-            let Some(first) = d.0.keys().next() else { break };
+            let Some(first) = d.0.keys().next() else {
+                break;
+            };
             // Not down to a constant: `n <= m` stays itself.
             if d.0.keys().any(|m| m.len() < 2) {
                 break;
@@ -588,17 +594,19 @@ fn nonneg(d: Poly, lower: bool) -> Option<(String, String, Assumption)> {
         d = r;
     }
     let constant = d.constant_part();
-    let terms: Vec<i64> = d
-        .0
-        .iter()
-        .filter(|(m, _)| !m.is_empty())
-        .map(|(_, c)| *c)
-        .collect();
+    let terms: Vec<i64> =
+        d.0.iter()
+            .filter(|(m, _)| !m.is_empty())
+            .map(|(_, c)| *c)
+            .collect();
     if terms.is_empty() {
         // A constant: it holds, or the kernel's own bounds break it.
         return None;
     }
-    let signed = d.0.keys().flatten().any(|a| matches!(a, Atom::Size { signed: true, .. }));
+    let signed =
+        d.0.keys()
+            .flatten()
+            .any(|a| matches!(a, Atom::Size { signed: true, .. }));
     if terms.iter().all(|c| *c > 0) && constant >= 0 && !(lower && signed) {
         return None;
     }

@@ -201,19 +201,19 @@ fn solve_inner(
             let fallback = if query.assumptions.is_empty() {
                 None
             } else {
-                probe_with(query, limits, cancelled, timer, &enc, &[], false)
+                probe_with(query, limits, cancelled, timer, &enc, true)
             };
             match solve_levels(
-            start,
-            query,
-            limits,
-            cancelled,
-            timer,
-            &enc,
-            &assertions,
-            &assumptions,
-            &preferred,
-            fallback.as_ref().map(|(s, _)| s),
+                start,
+                query,
+                limits,
+                cancelled,
+                timer,
+                &enc,
+                &assertions,
+                &assumptions,
+                &preferred,
+                fallback.as_ref().map(|(s, _)| s),
             ) {
                 Answer::Unknown(reason) => {
                     timer.disarm();
@@ -256,19 +256,56 @@ fn probe(
     timer: &Timer<'_>,
     enc: &Encoder,
 ) -> Option<Answer> {
-    probe_with(query, limits, cancelled, timer, enc, &query.assumptions, true).map(|(_, a)| a)
+    probe_with(query, limits, cancelled, timer, enc, false).map(|(_, a)| a)
 }
 
-/// [`probe`] with the given assumptions (none: any witness of the query, plausible or not).
+/// The value of `t` when it names only variables of `values` (`None` otherwise, or when it is
+/// deeper than a plausibility assumption over parameters is).
+fn closed_int(t: &Term, values: &[(String, i64)], depth: u32) -> Option<i64> {
+    if depth > 32 {
+        return None;
+    }
+    let go = |x: &Term| closed_int(x, values, depth + 1);
+    match t {
+        Term::Int(v) => Some(*v),
+        Term::Var(n) => values.iter().find(|(m, _)| **m == **n).map(|(_, v)| *v),
+        Term::Add(ts) => ts.iter().try_fold(0i64, |a, x| a.checked_add(go(x)?)),
+        Term::Mul(ts) => ts.iter().try_fold(1i64, |a, x| a.checked_mul(go(x)?)),
+        Term::Sub(a, b) => go(a)?.checked_sub(go(b)?),
+        Term::Neg(a) => go(a)?.checked_neg(),
+        _ => None,
+    }
+}
+
+fn closed_bool(t: &Term, values: &[(String, i64)], depth: u32) -> Option<bool> {
+    if depth > 32 {
+        return None;
+    }
+    let int = |x: &Term| closed_int(x, values, depth + 1);
+    let go = |x: &Term| closed_bool(x, values, depth + 1);
+    match t {
+        Term::Bool(b) => Some(*b),
+        Term::Eq(a, b) => Some(int(a)? == int(b)?),
+        Term::Lt(a, b) => Some(int(a)? < int(b)?),
+        Term::Le(a, b) => Some(int(a)? <= int(b)?),
+        Term::Not(a) => Some(!go(a)?),
+        Term::And(ts) => ts.iter().try_fold(true, |a, x| Some(a && go(x)?)),
+        Term::Or(ts) => ts.iter().try_fold(false, |a, x| Some(a || go(x)?)),
+        _ => None,
+    }
+}
+
+/// [`probe`], or with `fallback` a probe without the assumptions (any witness of the query,
+/// plausible or not), for the probed values that break one of them; the timer stays armed.
 fn probe_with(
     query: &Query,
     limits: &Limits,
     cancelled: &dyn Fn() -> bool,
     timer: &Timer<'_>,
     enc: &Encoder,
-    assumptions: &[Term],
-    disarm: bool,
+    fallback: bool,
 ) -> Option<(Solver, Answer)> {
+    let assumptions: &[Term] = if fallback { &[] } else { &query.assumptions };
     for set in &query.probes {
         if cancelled() || timer.fired() {
             return None;
@@ -283,6 +320,17 @@ fn probe_with(
                 _ => None,
             })
             .collect();
+        // Without the assumptions, only a probe whose values break one of them: its witness
+        // may be one the probe with them could not give (elsewhere the same answer, the cost
+        // of a second probe).
+        if fallback
+            && !query
+                .assumptions
+                .iter()
+                .any(|a| closed_bool(a, &values, 0) == Some(false))
+        {
+            continue;
+        }
         let fixed = Encoder::with_values(&query.vars, &values);
         let mut formulas = Vec::new();
         for t in query
@@ -313,7 +361,7 @@ fn probe_with(
         let result = solver.check();
         dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
         if result == SatResult::Sat {
-            if disarm {
+            if !fallback {
                 timer.disarm();
             }
             let answer = sat_answer(&solver, enc, query);
@@ -411,7 +459,9 @@ fn solve_levels(
                 Engine::Fast => (limits.rlimit / share).min(FAST_RLIMIT_CAP),
                 // A race a probe has shown already: the plausible witness is worth less
                 // of the budget (the probe's is reported when none is found in time).
-                Engine::Full if known.is_some() && share > 1 => limits.rlimit / share / KNOWN_SAT_SHARE,
+                Engine::Full if known.is_some() && share > 1 => {
+                    limits.rlimit / share / KNOWN_SAT_SHARE
+                }
                 Engine::Full => limits.rlimit / share,
             };
             set_rlimit(&solver, rlimit);
