@@ -187,6 +187,8 @@ struct Ctx<'a> {
     atoms: BTreeSet<LocalId>,
     /// Upper bounds of each varying atom (lower bounds are 0).
     ubs: BTreeMap<String, Vec<Poly>>,
+    /// Keys given to large values.
+    fresh: usize,
 }
 
 fn local_key(l: LocalId) -> String {
@@ -194,6 +196,35 @@ fn local_key(l: LocalId) -> String {
 }
 
 impl Ctx<'_> {
+    /// The key of a value of its own: its text when small (the same `x % n` twice is one
+    /// value), else a fresh one (never formatted: an expression may be deeper than recursion
+    /// allows).
+    fn key(&mut self, what: &str, e: &Expr) -> String {
+        let mut stack = vec![e];
+        let mut nodes = 0;
+        while let Some(x) = stack.pop() {
+            nodes += 1;
+            if nodes > 64 {
+                self.fresh += 1;
+                return format!("{what}#{}", self.fresh);
+            }
+            match x {
+                Expr::Unary(_, a) | Expr::Cast(_, a) => stack.push(a),
+                Expr::Binary(_, a, b) => {
+                    stack.push(a);
+                    stack.push(b);
+                }
+                Expr::Ite(c, a, b) => {
+                    stack.push(c);
+                    stack.push(a);
+                    stack.push(b);
+                }
+                _ => {}
+            }
+        }
+        format!("{what}#{e:?}")
+    }
+
     fn poly(&mut self, e: &Expr, depth: u32) -> Option<Poly> {
         if depth > 16 {
             return None;
@@ -247,7 +278,7 @@ impl Ctx<'_> {
                 BinOp::Mul => self.poly(a, depth + 1)?.mul(&self.poly(b, depth + 1)?),
                 BinOp::Rem => {
                     // `x % n` is below `n`: an atom of its own.
-                    let key = format!("rem#{e:?}");
+                    let key = self.key("rem", e);
                     if let Some(ub) = self.size_bound(b, -1) {
                         let ubs = self.ubs.entry(key.clone()).or_default();
                         if !ubs.contains(&ub) {
@@ -262,11 +293,11 @@ impl Ctx<'_> {
                 | BinOp::Shr
                 | BinOp::BitAnd
                 | BinOp::BitOr
-                | BinOp::BitXor => Some(Poly::atom(Atom::Var(format!("opaque#{e:?}")))),
+                | BinOp::BitXor => Some(Poly::atom(Atom::Var(self.key("opaque", e)))),
                 _ => None,
             },
             Expr::Load(_) | Expr::Unknown(_) => {
-                Some(Poly::atom(Atom::Var(format!("opaque#{e:?}"))))
+                Some(Poly::atom(Atom::Var(self.key("opaque", e))))
             }
             _ => None,
         }
@@ -339,6 +370,7 @@ pub fn layout_assumptions(
         once,
         atoms,
         ubs: BTreeMap::new(),
+        fresh: 0,
     };
     for (l, d) in rems {
         if let Some(ub) = cx.size_bound(&d, -1) {
@@ -610,8 +642,10 @@ fn nonneg(d: Poly, lower: bool) -> Option<(String, String, Assumption)> {
     if terms.iter().all(|c| *c > 0) && constant >= 0 && !(lower && signed) {
         return None;
     }
-    if terms.iter().all(|c| *c < 0) && constant <= 0 {
-        // Only with every size 0: false for any layout (an off-by-one in the kernel).
+    if terms.iter().all(|c| *c < 0) {
+        // Only with sizes at their smallest (`1 - m >= 0` for a digit `j + k`, `k < m`, in a
+        // row of `j < n`): the kernel's own code reaches past the step (an off-by-one, a
+        // stencil writing its neighbours), not a caller's layout.
         return None;
     }
     let mut pos = Poly::default();
