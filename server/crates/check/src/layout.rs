@@ -296,9 +296,7 @@ impl Ctx<'_> {
                 | BinOp::BitXor => Some(Poly::atom(Atom::Var(self.key("opaque", e)))),
                 _ => None,
             },
-            Expr::Load(_) | Expr::Unknown(_) => {
-                Some(Poly::atom(Atom::Var(self.key("opaque", e))))
-            }
+            Expr::Load(_) | Expr::Unknown(_) => Some(Poly::atom(Atom::Var(self.key("opaque", e)))),
             _ => None,
         }
     }

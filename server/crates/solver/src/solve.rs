@@ -192,17 +192,8 @@ fn solve_inner(
     // assumptions. Every check uses a fresh solver object, never push/pop, so that no state
     // leaks between checks or queries.
     let answer = match probe(query, limits, cancelled, timer, &enc) {
-        Some(found) => found,
-        None => {
-            // No probe gives a plausible witness: a probe without the assumptions may still
-            // give one that breaks them. Kept for when the checks below do not decide in time
-            // (a plausible race that is hard to rule out: the layout of a mixed-radix index
-            // with symbolic radices); the caller then reports the assumptions it breaks.
-            let fallback = if query.assumptions.is_empty() {
-                None
-            } else {
-                probe_with(query, limits, cancelled, timer, &enc, true)
-            };
+        Ok(found) => found,
+        Err(fallback) => {
             match solve_levels(
                 start,
                 query,
@@ -249,14 +240,89 @@ const PROBE_SHARE: u64 = 50;
 /// every assumption). The probed values are substituted while the formulas are built, so that
 /// a division by a probed variable is one by a constant, which the solver handles linearly; the
 /// equalities themselves are asserted too, for the model's values.
+///
+/// Probed values that break an assumption by themselves (`s3 + l3 <= d3` with every size 2)
+/// cannot give a plausible witness: those are probed without the assumptions instead, and the
+/// first such model is returned as the fallback witness (`Err`), for when the checks do not
+/// decide in time whether a plausible one exists (the layout of a mixed-radix index with
+/// symbolic radices is hard to prove injective); the caller then reports the assumptions it
+/// breaks. The timer stays armed for it.
 fn probe(
     query: &Query,
     limits: &Limits,
     cancelled: &dyn Fn() -> bool,
     timer: &Timer<'_>,
     enc: &Encoder,
-) -> Option<Answer> {
-    probe_with(query, limits, cancelled, timer, enc, false).map(|(_, a)| a)
+) -> Result<Answer, Option<(Solver, Answer)>> {
+    let mut fallback = None;
+    for set in &query.probes {
+        if cancelled() || timer.fired() {
+            return Err(fallback);
+        }
+        let values: Vec<(String, i64)> = set
+            .iter()
+            .filter_map(|t| match t {
+                Term::Eq(x, c) => match (&**x, &**c) {
+                    (Term::Var(n), Term::Int(k)) => Some((n.to_string(), *k)),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let breaks = query
+            .assumptions
+            .iter()
+            .any(|a| closed_bool(a, &values, 0) == Some(false));
+        if breaks && fallback.is_some() {
+            continue;
+        }
+        let assumptions: &[Term] = if breaks { &[] } else { &query.assumptions };
+        let fixed = Encoder::with_values(&query.vars, &values);
+        let mut formulas = Vec::new();
+        for t in query
+            .assertions
+            .iter()
+            .chain(assumptions)
+            .chain(&query.preferred)
+        {
+            // A formula that does not encode makes the probe pointless (the normal checks say
+            // why); an assumption or preference that does not is dropped there too.
+            match fixed.bool(t) {
+                Ok(f) => formulas.push(f),
+                Err(_) => return Err(fallback),
+            }
+        }
+        let mut equalities = Vec::new();
+        for t in set {
+            match enc.bool(t) {
+                Ok(e) => equalities.push(e),
+                Err(_) => return Err(fallback),
+            }
+        }
+        let solver = Engine::Fast.solver();
+        set_rlimit(&solver, (limits.rlimit / PROBE_SHARE).min(FAST_RLIMIT_CAP));
+        for a in fixed
+            .take_definitions()
+            .iter()
+            .chain(&formulas)
+            .chain(&equalities)
+        {
+            solver.assert(a);
+        }
+        let started = Instant::now();
+        let result = solver.check();
+        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
+        if result == SatResult::Sat {
+            let answer = sat_answer(&solver, enc, query);
+            if breaks {
+                fallback = Some((solver, answer));
+            } else {
+                timer.disarm();
+                return Ok(answer);
+            }
+        }
+    }
+    Err(fallback)
 }
 
 /// The value of `t` when it names only variables of `values` (`None` otherwise, or when it is
@@ -293,82 +359,6 @@ fn closed_bool(t: &Term, values: &[(String, i64)], depth: u32) -> Option<bool> {
         Term::Or(ts) => ts.iter().try_fold(false, |a, x| Some(a || go(x)?)),
         _ => None,
     }
-}
-
-/// [`probe`], or with `fallback` a probe without the assumptions (any witness of the query,
-/// plausible or not), for the probed values that break one of them; the timer stays armed.
-fn probe_with(
-    query: &Query,
-    limits: &Limits,
-    cancelled: &dyn Fn() -> bool,
-    timer: &Timer<'_>,
-    enc: &Encoder,
-    fallback: bool,
-) -> Option<(Solver, Answer)> {
-    let assumptions: &[Term] = if fallback { &[] } else { &query.assumptions };
-    for set in &query.probes {
-        if cancelled() || timer.fired() {
-            return None;
-        }
-        let values: Vec<(String, i64)> = set
-            .iter()
-            .filter_map(|t| match t {
-                Term::Eq(x, c) => match (&**x, &**c) {
-                    (Term::Var(n), Term::Int(k)) => Some((n.to_string(), *k)),
-                    _ => None,
-                },
-                _ => None,
-            })
-            .collect();
-        // Without the assumptions, only a probe whose values break one of them: its witness
-        // may be one the probe with them could not give (elsewhere the same answer, the cost
-        // of a second probe).
-        if fallback
-            && !query
-                .assumptions
-                .iter()
-                .any(|a| closed_bool(a, &values, 0) == Some(false))
-        {
-            continue;
-        }
-        let fixed = Encoder::with_values(&query.vars, &values);
-        let mut formulas = Vec::new();
-        for t in query
-            .assertions
-            .iter()
-            .chain(assumptions)
-            .chain(&query.preferred)
-        {
-            // A formula that does not encode makes the probe pointless (the normal checks say
-            // why); an assumption or preference that does not is dropped there too.
-            formulas.push(fixed.bool(t).ok()?);
-        }
-        let mut equalities = Vec::new();
-        for t in set {
-            equalities.push(enc.bool(t).ok()?);
-        }
-        let solver = Engine::Fast.solver();
-        set_rlimit(&solver, (limits.rlimit / PROBE_SHARE).min(FAST_RLIMIT_CAP));
-        for a in fixed
-            .take_definitions()
-            .iter()
-            .chain(&formulas)
-            .chain(&equalities)
-        {
-            solver.assert(a);
-        }
-        let started = Instant::now();
-        let result = solver.check();
-        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
-        if result == SatResult::Sat {
-            if !fallback {
-                timer.disarm();
-            }
-            let answer = sat_answer(&solver, enc, query);
-            return Some((solver, answer));
-        }
-    }
-    None
 }
 
 /// Share of `rlimit` for each precondition check (fast engine; an undecided one is skipped).
