@@ -592,11 +592,8 @@ fn nonneg(d: Poly, lower: bool) -> Option<(String, String, Assumption)> {
     let mut d = d;
     // A size every term has (`cs * b + cs * o <= cs * t`) divides out.
     if d.constant_part() == 0 {
-        loop {
-            let Some(first) = d.0.keys().next() else {
-                break;
-            };
-            // Not down to a constant: `n <= m` stays itself.
+        // Not down to a constant: `n <= m` stays itself.
+        while let Some(first) = d.0.keys().next() {
             if d.0.keys().any(|m| m.len() < 2) {
                 break;
             }
