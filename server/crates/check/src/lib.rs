@@ -501,6 +501,9 @@ pub fn plan_kernel(file: &FileIr, kernel: &Kernel, opts: &CheckOptions) -> Kerne
             let mut names = std::collections::BTreeSet::new();
             terms::collect_vars(&t, &mut names);
             if names.iter().all(|n| q.vars.contains_key(n)) {
+                if matches!(a.broken, assumptions::Broken::Layout { .. }) {
+                    q.fallback_assumptions.push(q.assumptions.len());
+                }
                 q.assumptions.push(t.clone());
                 assumed.push((t, a.broken));
             }

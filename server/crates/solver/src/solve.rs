@@ -269,10 +269,12 @@ fn probe(
                 _ => None,
             })
             .collect();
-        let breaks = query
-            .assumptions
-            .iter()
-            .any(|a| closed_bool(a, &values, 0) == Some(false));
+        let breaks = query.fallback_assumptions.iter().any(|i| {
+            query
+                .assumptions
+                .get(*i)
+                .is_some_and(|a| closed_bool(a, &values, 0) == Some(false))
+        });
         if breaks && fallback.is_some() {
             continue;
         }
