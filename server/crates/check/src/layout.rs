@@ -683,3 +683,78 @@ fn gcd(a: i64, b: i64) -> i64 {
         gcd(b, a % b)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn size(name: &str) -> Poly {
+        Poly::atom(Atom::Size {
+            var: format!("param.{name}"),
+            text: name.into(),
+            signed: false,
+        })
+    }
+
+    fn words(d: Poly, lower: bool) -> Option<String> {
+        nonneg(d, lower).map(|(_, _, a)| match a.broken {
+            Broken::Layout { text, .. } => text,
+            other => panic!("{other:?}"),
+        })
+    }
+
+    #[test]
+    fn a_digit_past_its_step_is_described_with_the_sizes() {
+        // d4 - (s4 + l4 - 1) - 1 >= 0
+        let d = size("d4")
+            .sub(&size("s4"))
+            .unwrap()
+            .sub(&size("l4"))
+            .unwrap();
+        assert_eq!(words(d, false).as_deref(), Some("l4 + s4 > d4"));
+        // cs * t - cs * o - cs * b >= 0: the common size divides out.
+        let cs = size("cs");
+        let d = cs
+            .mul(&size("t"))
+            .unwrap()
+            .sub(&cs.mul(&size("o")).unwrap())
+            .unwrap()
+            .sub(&cs.mul(&size("b")).unwrap())
+            .unwrap();
+        assert_eq!(words(d, false).as_deref(), Some("b + o > t"));
+    }
+
+    #[test]
+    fn the_kernels_own_overrun_is_no_assumption() {
+        // `j <= n` in rows of n: n - n - 1 >= 0 is false whatever n.
+        assert_eq!(words(Poly::constant(-1), false), None);
+        // `j + k`, k < taps, in rows of n: 1 - taps >= 0 only for the smallest taps.
+        let d = Poly::constant(1).sub(&size("taps")).unwrap();
+        assert_eq!(words(d, false), None);
+        // Holds for any sizes: no assumption either.
+        assert_eq!(words(size("n"), false), None);
+    }
+
+    #[test]
+    fn steps_divide_as_multisets() {
+        let s = |c: i64, names: &[&str]| -> Step {
+            let mut v: Vec<Atom> = names
+                .iter()
+                .map(|n| Atom::Size {
+                    var: format!("param.{n}"),
+                    text: n.to_string(),
+                    signed: false,
+                })
+                .collect();
+            v.sort();
+            (c, v)
+        };
+        assert_eq!(
+            quotient(&s(1, &["d3", "d4"]), &s(1, &["d4"])),
+            Some(s(1, &["d3"]))
+        );
+        assert_eq!(quotient(&s(64, &[]), &s(16, &[])), Some(s(4, &[])));
+        assert_eq!(quotient(&s(1, &["n"]), &s(16, &[])), None);
+        assert_eq!(quotient(&s(1, &["s5", "i6"]), &s(1, &["s6"])), None);
+    }
+}
