@@ -262,9 +262,11 @@ impl Ctx<'_> {
                 Builtin::WarpSize => Poly::constant(32),
             }),
             Expr::Local(l) => {
-                if !self.atoms.contains(l) {
-                    if let Some(v) = self.once.get(l).cloned() {
-                        if let Some(p) = self.poly(&v, depth + 1) {
+                // A local assigned once is its value: always when that names only sizes (`int
+                // n = p.n`, also when compared), else unless it is bounded on its own.
+                if let Some(v) = self.once.get(l).cloned() {
+                    if let Some(p) = self.poly(&v, depth + 1) {
+                        if !self.atoms.contains(l) || !p.has_vars() {
                             return Some(p);
                         }
                     }
