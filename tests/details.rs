@@ -360,6 +360,24 @@ fn conditional_findings_name_their_condition() {
         Verdict::Racy,
     );
     assert_eq!(fs[0].condition.as_deref(), Some("only if gridDim.y > taps"));
+    // Layouts `X * S + Y`: the digit past its step, in the source's names.
+    let fs = findings(
+        "witnesses/remainder_of_product_below_row_step_is_conditional.cu",
+        Verdict::Racy,
+    );
+    assert_eq!(fs[0].condition.as_deref(), Some("only if h * w > align"));
+    let fs = findings(
+        "witnesses/concat_offset_past_axis_is_conditional.cu",
+        Verdict::Racy,
+    );
+    assert!(
+        fs[0]
+            .condition
+            .as_deref()
+            .is_some_and(|c| c.contains("offset + part > whole")),
+        "{:#?}",
+        fs[0]
+    );
 }
 
 #[test]
@@ -384,6 +402,9 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
         "witnesses/pitch_after_early_return_is_conditional.cu",
         "witnesses/launch_shape_precondition_without_launch_is_conditional.cu",
         "witnesses/row_without_column_guard_is_conditional.cu",
+        "witnesses/concat_offset_past_axis_is_conditional.cu",
+        "witnesses/remainder_of_product_below_row_step_is_conditional.cu",
+        "witnesses/thread_column_of_row_step_is_conditional.cu",
     ] {
         let path = fixtures_dir().join(rel);
         let text = std::fs::read_to_string(&path).expect("fixture is readable");

@@ -26,6 +26,9 @@
 //!   or is `x % n`, the leading dimension covers the row: `ld >= n` (a pitch is at least the row
 //!   length it is the pitch of). The index may be built in a local first, and the leading
 //!   dimension may count smaller units than the index (`row * ld / 32 + col`: `ld / 32 >= n`).
+//!   Generalised to layouts `X * S + Y` ([`crate::layout`]): every digit of a mixed-radix index
+//!   (`(j + s2) * d3 + (k + s3)`, flat or in Horner form, steps products of parameters) stays
+//!   inside its step, bounded from the kernel (`s3 + l3 <= d3` for `k < l3`, `s3 >= 0`).
 //! - `launch-shape-without-launch`: a kernel the file never launches is launched in the shape
 //!   that its race's precondition names, when that precondition ties a shape parameter (a
 //!   stride, step or divisor, not a mere bound) to the launch (`n == blockDim.x`,
@@ -90,6 +93,9 @@ pub enum Broken {
     /// `param.LD / scale >= param.N`: a leading dimension below the row length it covers
     /// (`scale` > 1 when the index divides the product, as a leading dimension in bits does).
     LeadingDimension { ld: String, scale: i64, row: String },
+    /// A digit of a layout `X * S + Y` outside its row step (see [`crate::layout`]): the
+    /// condition in words (`l2 + s2 > d2`), and the parameters it names.
+    Layout { text: String, subjects: Vec<String> },
     /// An index into a pointer parameter is negative.
     NegativeIndex { array: String },
     /// An index into a shared array is outside its declared size.
@@ -120,6 +126,7 @@ impl Broken {
             }
             Broken::LeadingDimension { ld, scale: 1, row } => format!("{ld} < {row}"),
             Broken::LeadingDimension { ld, scale, row } => format!("{ld} / {scale} < {row}"),
+            Broken::Layout { text, .. } => text.clone(),
             Broken::NegativeIndex { array } => format!("the index into `{array}` is negative"),
             Broken::OutOfBounds { array, size } => {
                 format!("the index into `{array}` is outside its {size} elements")
@@ -214,7 +221,7 @@ fn thread_index(e: &Expr) -> bool {
     found
 }
 
-fn strip_casts(e: &Expr) -> &Expr {
+pub(crate) fn strip_casts(e: &Expr) -> &Expr {
     match e {
         Expr::Cast(_, a) => strip_casts(a),
         other => other,
@@ -223,7 +230,7 @@ fn strip_casts(e: &Expr) -> &Expr {
 
 /// Every expression of the block (not stored values: data does not size anything), with
 /// whether it is part of a loop's step.
-fn walk_block(b: &Block, f: &mut dyn FnMut(&Expr, bool)) {
+pub(crate) fn walk_block(b: &Block, f: &mut dyn FnMut(&Expr, bool)) {
     for s in b {
         walk_stmt(s, f, false);
     }
@@ -268,7 +275,7 @@ fn walk_stmt(s: &Stmt, f: &mut dyn FnMut(&Expr, bool), in_step: bool) {
     }
 }
 
-fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Expr, bool), in_step: bool) {
+pub(crate) fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Expr, bool), in_step: bool) {
     f(e, in_step);
     match e {
         Expr::Unary(_, a) | Expr::Cast(_, a) => walk_expr(a, f, in_step),
@@ -734,7 +741,7 @@ impl Amount {
 }
 
 /// Every index expression of every access of the block.
-fn visit_accesses(b: &Block, f: &mut dyn FnMut(&Expr)) {
+pub(crate) fn visit_accesses(b: &Block, f: &mut dyn FnMut(&Expr)) {
     for s in b {
         match s {
             Stmt::Access(a) => a.index.iter().for_each(&mut *f),
@@ -757,7 +764,7 @@ fn visit_accesses(b: &Block, f: &mut dyn FnMut(&Expr)) {
 }
 
 /// Every `local = value` of the block.
-fn assigned_values(b: &Block, f: &mut dyn FnMut(cudarace_ir::LocalId, &Expr)) {
+pub(crate) fn assigned_values(b: &Block, f: &mut dyn FnMut(cudarace_ir::LocalId, &Expr)) {
     for s in b {
         match s {
             Stmt::Assign { local, value, .. } => f(*local, value),

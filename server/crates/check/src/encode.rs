@@ -583,6 +583,7 @@ impl<'a> Encoder<'a> {
                 assertions,
                 preferred,
                 assumptions: vec![],
+                fallback_assumptions: vec![],
                 preconditions: vec![],
                 probes,
                 report,

@@ -38,6 +38,7 @@ pub mod assumptions;
 pub mod divergence;
 pub mod encode;
 pub mod launch;
+pub mod layout;
 mod lemmas;
 pub mod protocol;
 pub mod separable;
@@ -255,11 +256,28 @@ pub fn plan_kernel_until(
         dims.clone()
             .map(|d| !matches!(d, launch::DimSpec::Symbolic))
     };
-    kernel_assumptions.extend(assumptions::leading_dimension_assumptions(
+    let leading = assumptions::leading_dimension_assumptions(
         kernel,
         (fixed_dims(&launch.block), fixed_dims(&launch.grid)),
         &opts.assumptions,
-    ));
+    );
+    kernel_assumptions.extend(leading.iter().cloned());
+    if opts.assumptions.leading_dimensions {
+        let known: Vec<(String, String)> = leading
+            .iter()
+            .filter_map(|a| match &a.broken {
+                assumptions::Broken::LeadingDimension { ld, scale: 1, row } => {
+                    Some((ld.clone(), row.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        kernel_assumptions.extend(layout::layout_assumptions(
+            kernel,
+            (fixed_dims(&launch.block), fixed_dims(&launch.grid)),
+            &known,
+        ));
+    }
     let launched = file
         .launch_sites
         .iter()
@@ -298,6 +316,9 @@ pub fn plan_kernel_until(
     kernel_assumptions.retain(|a| match &a.broken {
         assumptions::Broken::Param { name, .. } => !launch.binds_everywhere(name, true),
         assumptions::Broken::LeadingDimension { ld, .. } => !launch.binds_everywhere(ld, false),
+        assumptions::Broken::Layout { subjects, .. } => {
+            subjects.is_empty() || !subjects.iter().all(|p| launch.binds_everywhere(p, false))
+        }
         _ => true,
     });
     let enc = Encoder {
@@ -523,6 +544,9 @@ pub fn plan_kernel_until(
             let mut names = std::collections::BTreeSet::new();
             terms::collect_vars(&t, &mut names);
             if names.iter().all(|n| q.vars.contains_key(n)) {
+                if matches!(a.broken, assumptions::Broken::Layout { .. }) {
+                    q.fallback_assumptions.push(q.assumptions.len());
+                }
                 q.assumptions.push(t.clone());
                 assumed.push((t, a.broken));
             }
@@ -742,7 +766,13 @@ fn race_finding(
         .iter()
         .filter(|(t, _)| witness::eval_bool(t, model) == Some(false))
         .map(|(_, b)| b.describe(model))
-        .collect();
+        .fold(Vec::new(), |mut out, d| {
+            // Two assumptions may say the same (`padw >= 0` as a size and as a digit).
+            if !out.contains(&d) {
+                out.push(d);
+            }
+            out
+        });
     let condition = (!broken.is_empty()).then(|| format!("only if {}", broken.join(" and ")));
     if let Some(c) = &condition {
         confidence_reason = match confidence {

@@ -526,6 +526,7 @@ mod tests {
             assertions: vec![Term::eq(Term::var("x"), Term::Int(4))],
             preferred: vec![],
             assumptions: vec![],
+            fallback_assumptions: vec![],
             preconditions: vec![],
             probes: vec![],
             report: vec!["x".to_string()],

@@ -192,18 +192,27 @@ fn solve_inner(
     // assumptions. Every check uses a fresh solver object, never push/pop, so that no state
     // leaks between checks or queries.
     let answer = match probe(query, limits, cancelled, timer, &enc) {
-        Some(found) => found,
-        None => solve_levels(
-            start,
-            query,
-            limits,
-            cancelled,
-            timer,
-            &enc,
-            &assertions,
-            &assumptions,
-            &preferred,
-        ),
+        Ok(found) => found,
+        Err(fallback) => {
+            match solve_levels(
+                start,
+                query,
+                limits,
+                cancelled,
+                timer,
+                &enc,
+                &assertions,
+                &assumptions,
+                &preferred,
+                fallback.as_ref().map(|(s, _)| s),
+            ) {
+                Answer::Unknown(reason) => {
+                    timer.disarm();
+                    fallback.map_or(Answer::Unknown(reason), |(_, a)| a)
+                }
+                other => other,
+            }
+        }
     };
     match answer {
         Answer::Sat(mut model) if !query.preconditions.is_empty() => {
@@ -231,16 +240,24 @@ const PROBE_SHARE: u64 = 50;
 /// every assumption). The probed values are substituted while the formulas are built, so that
 /// a division by a probed variable is one by a constant, which the solver handles linearly; the
 /// equalities themselves are asserted too, for the model's values.
+///
+/// Probed values that break an assumption by themselves (`s3 + l3 <= d3` with every size 2)
+/// cannot give a plausible witness: those are probed without the assumptions instead, and the
+/// first such model is returned as the fallback witness (`Err`), for when the checks do not
+/// decide in time whether a plausible one exists (the layout of a mixed-radix index with
+/// symbolic radices is hard to prove injective); the caller then reports the assumptions it
+/// breaks. The timer stays armed for it.
 fn probe(
     query: &Query,
     limits: &Limits,
     cancelled: &dyn Fn() -> bool,
     timer: &Timer<'_>,
     enc: &Encoder,
-) -> Option<Answer> {
+) -> Result<Answer, Option<(Solver, Answer)>> {
+    let mut fallback = None;
     for set in &query.probes {
         if cancelled() || timer.fired() {
-            return None;
+            return Err(fallback);
         }
         let values: Vec<(String, i64)> = set
             .iter()
@@ -252,21 +269,37 @@ fn probe(
                 _ => None,
             })
             .collect();
+        let breaks = query.fallback_assumptions.iter().any(|i| {
+            query
+                .assumptions
+                .get(*i)
+                .is_some_and(|a| closed_bool(a, &values, 0) == Some(false))
+        });
+        if breaks && fallback.is_some() {
+            continue;
+        }
+        let assumptions: &[Term] = if breaks { &[] } else { &query.assumptions };
         let fixed = Encoder::with_values(&query.vars, &values);
         let mut formulas = Vec::new();
         for t in query
             .assertions
             .iter()
-            .chain(&query.assumptions)
+            .chain(assumptions)
             .chain(&query.preferred)
         {
             // A formula that does not encode makes the probe pointless (the normal checks say
             // why); an assumption or preference that does not is dropped there too.
-            formulas.push(fixed.bool(t).ok()?);
+            match fixed.bool(t) {
+                Ok(f) => formulas.push(f),
+                Err(_) => return Err(fallback),
+            }
         }
         let mut equalities = Vec::new();
         for t in set {
-            equalities.push(enc.bool(t).ok()?);
+            match enc.bool(t) {
+                Ok(e) => equalities.push(e),
+                Err(_) => return Err(fallback),
+            }
         }
         let solver = Engine::Fast.solver();
         set_rlimit(&solver, (limits.rlimit / PROBE_SHARE).min(FAST_RLIMIT_CAP));
@@ -282,11 +315,52 @@ fn probe(
         let result = solver.check();
         dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
         if result == SatResult::Sat {
-            timer.disarm();
-            return Some(sat_answer(&solver, enc, query));
+            let answer = sat_answer(&solver, enc, query);
+            if breaks {
+                fallback = Some((solver, answer));
+            } else {
+                timer.disarm();
+                return Ok(answer);
+            }
         }
     }
-    None
+    Err(fallback)
+}
+
+/// The value of `t` when it names only variables of `values` (`None` otherwise, or when it is
+/// deeper than a plausibility assumption over parameters is).
+fn closed_int(t: &Term, values: &[(String, i64)], depth: u32) -> Option<i64> {
+    if depth > 32 {
+        return None;
+    }
+    let go = |x: &Term| closed_int(x, values, depth + 1);
+    match t {
+        Term::Int(v) => Some(*v),
+        Term::Var(n) => values.iter().find(|(m, _)| **m == **n).map(|(_, v)| *v),
+        Term::Add(ts) => ts.iter().try_fold(0i64, |a, x| a.checked_add(go(x)?)),
+        Term::Mul(ts) => ts.iter().try_fold(1i64, |a, x| a.checked_mul(go(x)?)),
+        Term::Sub(a, b) => go(a)?.checked_sub(go(b)?),
+        Term::Neg(a) => go(a)?.checked_neg(),
+        _ => None,
+    }
+}
+
+fn closed_bool(t: &Term, values: &[(String, i64)], depth: u32) -> Option<bool> {
+    if depth > 32 {
+        return None;
+    }
+    let int = |x: &Term| closed_int(x, values, depth + 1);
+    let go = |x: &Term| closed_bool(x, values, depth + 1);
+    match t {
+        Term::Bool(b) => Some(*b),
+        Term::Eq(a, b) => Some(int(a)? == int(b)?),
+        Term::Lt(a, b) => Some(int(a)? < int(b)?),
+        Term::Le(a, b) => Some(int(a)? <= int(b)?),
+        Term::Not(a) => Some(!go(a)?),
+        Term::And(ts) => ts.iter().try_fold(true, |a, x| Some(a && go(x)?)),
+        Term::Or(ts) => ts.iter().try_fold(false, |a, x| Some(a || go(x)?)),
+        _ => None,
+    }
 }
 
 /// Share of `rlimit` for each precondition check (fast engine; an undecided one is skipped).
@@ -345,12 +419,18 @@ fn solve_levels(
     assertions: &[Bool],
     assumptions: &[Bool],
     preferred: &[Bool],
+    known: Option<&Solver>,
 ) -> Answer {
     let budget = Duration::from_millis(limits.timeout_ms.max(1));
     let mut both_inconsistent = preferred.is_empty() && assumptions.is_empty();
     let mut assumptions_inconsistent = assumptions.is_empty();
     let mut last_reason = String::new();
     for engine in [Engine::Fast, Engine::Full] {
+        // A probe has found a witness (breaking an assumption): the query is nonlinear, and
+        // only whether a plausible witness exists is left, for the full engine.
+        if known.is_some() && matches!(engine, Engine::Fast) {
+            continue;
+        }
         let extra_share = match engine {
             Engine::Fast => FAST_SHARE,
             Engine::Full => PREFERRED_SHARE,
@@ -369,6 +449,11 @@ fn solve_levels(
             let solver = engine.solver();
             let rlimit = match engine {
                 Engine::Fast => (limits.rlimit / share).min(FAST_RLIMIT_CAP),
+                // A race a probe has shown already: the plausible witness is worth less
+                // of the budget (the probe's is reported when none is found in time).
+                Engine::Full if known.is_some() && share > 1 => {
+                    limits.rlimit / share / KNOWN_SAT_SHARE
+                }
                 Engine::Full => limits.rlimit / share,
             };
             set_rlimit(&solver, rlimit);
@@ -414,22 +499,28 @@ fn solve_levels(
                 }
             }
         }
-        let plain = match check(&[], plain_share) {
-            Err(a) => return a,
-            Ok(CheckResult::Sat(solver)) => solver,
-            Ok(CheckResult::Unsat) => return Answer::Unsat,
-            Ok(CheckResult::Unknown(r)) => {
-                last_reason = r;
-                continue;
+        let owned;
+        let plain: &Solver = match known {
+            Some(solver) => solver,
+            None => {
+                owned = match check(&[], plain_share) {
+                    Err(a) => return a,
+                    Ok(CheckResult::Sat(solver)) => solver,
+                    Ok(CheckResult::Unsat) => return Answer::Unsat,
+                    Ok(CheckResult::Unknown(r)) => {
+                        last_reason = r;
+                        continue;
+                    }
+                };
+                &owned
             }
         };
-        if satisfies_all(&plain, assumptions) {
+        if satisfies_all(plain, assumptions) {
             timer.disarm();
-            return sat_answer(&plain, enc, query);
+            return sat_answer(plain, enc, query);
         }
-        let plain_answer = sat_answer(&plain, enc, query);
-        let (mut kept, broken) = split_by_model(&plain, assumptions);
-        drop(plain);
+        let plain_answer = sat_answer(plain, enc, query);
+        let (mut kept, broken) = split_by_model(plain, assumptions);
         if !assumptions_inconsistent {
             match check(&[assumptions], extra_share) {
                 Ok(CheckResult::Sat(solver)) => {
@@ -544,6 +635,9 @@ fn satisfies_all(solver: &Solver, assumptions: &[Bool]) -> bool {
 /// section (a) of the bench with cap 20k or 100k → 5 of 191 kernels unknown (the bitonic sorts
 /// among them, 4.2 s each), with 1M → 2 unknown, p95 kernel time 51 ms instead of 316 ms.
 const FAST_SHARE: u64 = 10;
+/// Further share of `rlimit` for the full engine's checks with extra constraints when a probe
+/// has found a witness without the assumptions (see `solve_inner`).
+const KNOWN_SAT_SHARE: u64 = 8;
 const FAST_RLIMIT_CAP: u64 = 1_000_000;
 
 /// The two Z3 solver objects used.

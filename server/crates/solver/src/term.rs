@@ -332,6 +332,11 @@ pub struct Query {
     /// never turn sat into unsat: when no model satisfies them, the answer is a model that
     /// breaks some (the caller evaluates them on it to say which).
     pub assumptions: Vec<Term>,
+    /// Indices of `assumptions` that a probe may break by its values alone and still give a
+    /// witness worth keeping (layouts `X * S + Y`: every size 2 against `s3 + l3 <= d3`): such
+    /// a probe is tried without the assumptions, and its model is the answer when the normal
+    /// checks do not decide in time whether a plausible witness exists.
+    pub fallback_assumptions: Vec<usize>,
     /// Candidate preconditions, simplest first (`m >= gridDim.x`, …): on `sat`, each is tried
     /// as an extra assertion under a small budget, and the answer's model names the first under
     /// which the query is unsat ([`PRECONDITION_KEY`] → its index). Never changes the answer.

@@ -34,6 +34,7 @@ pub fn query(ints: &[&str], assertions: Vec<Term>, report: &[&str]) -> Query {
         assertions,
         preferred: vec![],
         assumptions: vec![],
+        fallback_assumptions: vec![],
         preconditions: vec![],
         probes: vec![],
         report: report.iter().map(|s| s.to_string()).collect(),
