@@ -14,7 +14,9 @@
 //!   has non-negative coordinates (the pointer is the start of the buffer).
 //! - `shared-in-bounds`: the cell of a `__shared__` array with a declared size is inside it;
 //!   and a block fits the per-thread slots every thread fills before any may leave
-//!   (`s[threadIdx.x] = …` with `s[32]`: `blockDim.x <= 32`) unless the launch fixes it.
+//!   (`s[threadIdx.x] = …` with `s[32]`: `blockDim.x <= 32`; also `s[ty][tx]` of a 2-D tile
+//!   handed to a helper, whose cells it reads row-major as `s[ty * 8 + tx]`) unless the
+//!   launch fixes it.
 //! - `single-block-without-launch`: a kernel that never reads `blockIdx` or `gridDim` and that
 //!   the file never launches is launched with one block (cross-block races need more); one that
 //!   reads no thread index or block size, with one thread per block.
@@ -833,10 +835,19 @@ pub fn shared_slot_assumptions(
                 if !(arr.space == MemSpace::Shared && arr.origin == ArrayOrigin::SharedDecl) {
                     continue;
                 }
-                if a.index.len() != arr.dims.len() {
+                // The coordinates: one index per dimension, or a row-major flat index into a
+                // 2-D array (`s[ty * 8 + tx]`: a `T s[8][8]` passed to a helper, row by row).
+                let coords: Vec<(&Expr, &Option<Expr>)> = if a.index.len() == arr.dims.len() {
+                    a.index.iter().zip(&arr.dims).collect()
+                } else if let ([flat], [rows, cols]) = (a.index.as_slice(), arr.dims.as_slice()) {
+                    match row_major(flat, const_size(cols)) {
+                        Some((r, c)) => vec![(r, rows), (c, cols)],
+                        None => continue,
+                    }
+                } else {
                     continue;
-                }
-                for (i, size) in a.index.iter().zip(&arr.dims) {
+                };
+                for (i, size) in coords {
                     let (Some(d), Some(n)) = (thread_dim(i), const_size(size)) else {
                         continue;
                     };
@@ -870,6 +881,29 @@ pub fn shared_slot_assumptions(
 }
 
 /// Whether a thread may leave the kernel in `b` (a `return`, or code the checker cannot see).
+/// `r * cols + c` (in either order of the sum and of the product): the row and the column of a
+/// row-major flat index into an array `cols` wide.
+fn row_major(e: &Expr, cols: Option<i64>) -> Option<(&Expr, &Expr)> {
+    let cols = cols?;
+    let Expr::Binary(BinOp::Add, x, y) = strip_casts(e) else {
+        return None;
+    };
+    fn row_of(p: &Expr, cols: i64) -> Option<&Expr> {
+        match strip_casts(p) {
+            Expr::Binary(BinOp::Mul, a, b) => match (strip_casts(a), strip_casts(b)) {
+                (r, Expr::Int(c)) | (Expr::Int(c), r) if *c == cols => Some(r),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    match (row_of(x, cols), row_of(y, cols)) {
+        (Some(r), _) => Some((r, &**y)),
+        (_, Some(r)) => Some((r, &**x)),
+        _ => None,
+    }
+}
+
 fn may_return(b: &[Stmt]) -> bool {
     b.iter().any(|s| match s {
         Stmt::Return { .. } | Stmt::Opaque(_) => true,
