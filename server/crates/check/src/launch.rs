@@ -398,22 +398,7 @@ fn assuming(t: &Term, known: &[Term], depth: u32) -> Term {
             }
         }
     }
-    let s = |x: &Term| assuming(x, known, depth + 1);
-    match t {
-        Term::Add(ts) => ts.iter().map(s).reduce(add).unwrap_or(int(0)),
-        Term::Mul(ts) => ts.iter().map(s).reduce(mul).unwrap_or(int(1)),
-        Term::And(ts) => and(ts.iter().map(s).collect()),
-        Term::Or(ts) => or(ts.iter().map(s).collect()),
-        Term::Sub(a, b) => sub(s(a), s(b)),
-        Term::Div(a, b) => div(s(a), s(b)),
-        Term::Rem(a, b) => rem(s(a), s(b)),
-        Term::Eq(a, b) => eq(s(a), s(b)),
-        Term::Lt(a, b) => lt(s(a), s(b)),
-        Term::Le(a, b) => le(s(a), s(b)),
-        Term::Not(a) => not(s(a)),
-        Term::Ite(c, a, b) => ite(s(c), s(a), s(b)),
-        _ => t.clone(),
-    }
+    rebuild(t, &mut |x| assuming(x, known, depth + 1))
 }
 
 /// A site's conditions and bindings with each condition assumed in the others (the host's

@@ -199,7 +199,7 @@ pub fn as_flip_bit(x: &Term) -> Option<(Term, Term)> {
 /// Rebuild `t` with every variable passed through `f` (`None` keeps it). `f` must be a function
 /// of the name (it is asked once per shared part of a large term).
 pub fn map_vars(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Term {
-    let mut memo = Memo::for_term(t);
+    let mut memo = Memo::new();
     changed_vars(t, f, &mut memo).unwrap_or_else(|| t.clone())
 }
 
@@ -207,19 +207,27 @@ pub fn map_vars(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Term {
 /// [`Term::share_key`]): below it, a plain walk is cheaper than the bookkeeping.
 pub const SHARED_WALK_AFTER: usize = 512;
 
-/// Results per shared part of the term being traversed, kept only for large terms. The keys
-/// are addresses inside that term, so a memo never outlives the traversal it was made for.
+/// Results per shared part of the term being traversed, kept once the traversal has looked at
+/// [`SHARED_WALK_AFTER`] nodes (small terms pay no bookkeeping, and nothing walks a term first
+/// to decide). The keys are addresses inside that term, so a memo never outlives the traversal
+/// it was made for.
 struct Memo<T> {
+    seen: usize,
     done: Option<HashMap<cudarace_solver::ShareKey, T>>,
 }
 
 impl<T: Clone> Memo<T> {
-    fn for_term(t: &Term) -> Memo<T> {
+    fn new() -> Memo<T> {
         Memo {
-            done: term_size_exceeds(t, SHARED_WALK_AFTER).then(HashMap::new),
+            seen: 0,
+            done: None,
         }
     }
-    fn get(&self, t: &Term) -> Option<T> {
+    fn get(&mut self, t: &Term) -> Option<T> {
+        self.seen += 1;
+        if self.seen > SHARED_WALK_AFTER && self.done.is_none() {
+            self.done = Some(HashMap::new());
+        }
         self.done.as_ref()?.get(&t.share_key()?).cloned()
     }
     fn put(&mut self, t: &Term, v: &T) {
@@ -365,7 +373,7 @@ pub fn subst_with(t: &Term, f: &mut dyn FnMut(&str) -> Option<Term>) -> Term {
 
 /// Rebuild `t` bottom-up through the folding constructors (a part shared within `t` once).
 pub fn simplify(t: &Term) -> Term {
-    simplify_in(t, &mut Memo::for_term(t))
+    simplify_in(t, &mut Memo::new())
 }
 
 fn simplify_in(t: &Term, memo: &mut Memo<Term>) -> Term {
@@ -378,7 +386,13 @@ fn simplify_in(t: &Term, memo: &mut Memo<Term>) -> Term {
 }
 
 fn simplify_here(t: &Term, memo: &mut Memo<Term>) -> Term {
-    let mut s = |x: &Term| simplify_in(x, memo);
+    rebuild(t, &mut |x| simplify_in(x, memo))
+}
+
+/// `t` with each operand replaced by `s(operand)`, built again through the folding
+/// constructors (leaves as they are).
+pub fn rebuild(t: &Term, s: &mut dyn FnMut(&Term) -> Term) -> Term {
+    let mut s = |x: &Term| s(x);
     match t {
         Term::Int(_) | Term::Bool(_) | Term::Var(_) => t.clone(),
         Term::Add(ts) => ts.iter().map(s).reduce(add).unwrap_or(int(0)),
@@ -430,29 +444,16 @@ pub fn collect_vars(t: &Term, out: &mut BTreeSet<String>) {
 /// Past [`SHARED_WALK_AFTER`] nodes a part shared within `t` is visited once (its variables
 /// have all been seen at its first visit, so the order of first occurrences is the same).
 pub fn visit_vars(t: &Term, f: &mut dyn FnMut(&str)) {
-    // An explicit stack (query terms can be deep), operands pushed last-first so that they are
-    // visited in order.
-    let mut stack = vec![t];
-    let mut count = 0usize;
-    let mut seen = std::collections::HashSet::new();
-    while let Some(t) = stack.pop() {
-        count += 1;
-        if count > SHARED_WALK_AFTER {
-            if let Some(k) = t.share_key() {
-                if !seen.insert(k) {
-                    continue;
-                }
-            }
-        }
-        if let Term::Var(v) = t {
+    any_part(t, &mut |x| {
+        if let Term::Var(v) = x {
             f(v);
         }
-        stack.extend(t.children().into_iter().rev());
-    }
+        false
+    });
 }
 
-/// Is some part of `t` (itself included) one `pred` holds for? A part shared within a large `t`
-/// is looked at once.
+/// Is some part of `t` (itself included) one `pred` holds for? Parts are looked at depth first,
+/// left to right; a part shared within a large `t` once.
 pub fn any_part(t: &Term, pred: &mut dyn FnMut(&Term) -> bool) -> bool {
     let mut stack = vec![t];
     let mut count = 0usize;
@@ -469,7 +470,9 @@ pub fn any_part(t: &Term, pred: &mut dyn FnMut(&Term) -> bool) -> bool {
         if pred(t) {
             return true;
         }
-        stack.extend(t.children());
+        // Operands pushed last-first, so that they are looked at left to right (an explicit
+        // stack: query terms can be deep).
+        stack.extend(t.children().into_iter().rev());
     }
     false
 }

@@ -1384,40 +1384,38 @@ impl<'t> HostEnv<'_, 't> {
     /// [`HostEnv::list_values`] for the "parameters" of a `dim3 b(TILE, rows)` misparsed as a
     /// function declaration (see [`HostEnv::dim3_params`]): constants, or locals' values.
     fn param_values(&self, params: Node<'t>) -> Option<[Vec<u64>; 3]> {
-        let mut c = params.walk();
-        let vals: Vec<Node> = params
-            .named_children(&mut c)
-            .filter(|a| a.kind() != "comment")
-            .collect();
-        if vals.len() > 3 {
-            return None;
-        }
-        let mut out = [vec![1], vec![1], vec![1]];
-        for (i, a) in vals.iter().enumerate() {
-            let text = node_text(*a, self.text).trim();
-            let values = match eval_text(text, self, 0) {
-                Some(v) => vec![v],
-                None if crate::text::tokens(text).len() == 1 => self.local_values(text, 0)?,
-                None => return None,
-            };
-            out[i] = positive(values)?;
-        }
-        Some(out)
+        self.dim3_items(params, &|a| {
+            let text = node_text(a, self.text).trim();
+            match eval_text(text, self, 0) {
+                Some(v) => Some(vec![v]),
+                None if crate::text::tokens(text).len() == 1 => self.local_values(text, 0),
+                None => None,
+            }
+        })
     }
 
     /// The values of each item of a `dim3` constructor's arguments (missing ones are 1).
     fn list_values(&self, args: Node<'t>) -> Option<[Vec<u64>; 3]> {
-        let mut c = args.walk();
-        let vals: Vec<Node> = args
+        self.dim3_items(args, &|a| self.value_set(a, 0))
+    }
+
+    /// Each of the (at most three) items of `list` through `values`, positive; missing ones 1.
+    fn dim3_items(
+        &self,
+        list: Node<'t>,
+        values: &dyn Fn(Node<'t>) -> Option<Vec<i64>>,
+    ) -> Option<[Vec<u64>; 3]> {
+        let mut c = list.walk();
+        let items: Vec<Node> = list
             .named_children(&mut c)
             .filter(|a| a.kind() != "comment")
             .collect();
-        if vals.len() > 3 {
+        if items.len() > 3 {
             return None;
         }
         let mut out = [vec![1], vec![1], vec![1]];
-        for (i, a) in vals.iter().enumerate() {
-            out[i] = positive(self.value_set(*a, 0)?)?;
+        for (i, a) in items.iter().enumerate() {
+            out[i] = positive(values(*a)?)?;
         }
         Some(out)
     }
