@@ -121,20 +121,35 @@ pub fn analyze_ir(ir: &FileIr, opts: &Options, pool: &SolverPool) -> Vec<KernelR
 }
 
 /// [`analyze_ir`] with the file's deadline given (see [`Budget::file_time`]).
+///
+/// Two passes, so that a few slow kernels do not leave the fast ones after them to the file's
+/// budget: first every kernel with each query limited to [`FIRST_PASS_QUERY_TIME`]; then, in
+/// file order, the queries of the kernels that this limit stopped, again with the full limit,
+/// as long as the budget lasts. An answer the first limit did not shape is final (the checks
+/// are the same, only the clock differs), so a kernel decided in the first pass has the
+/// verdict one full pass would give it.
 fn analyze_ir_until(
     ir: &FileIr,
     opts: &Options,
     pool: &SolverPool,
     file_deadline: Instant,
 ) -> Vec<KernelReport> {
-    ir.kernels
+    let stages: Vec<Stage> = ir
+        .kernels
         .iter()
         .filter(|k| {
             opts.kernel
                 .as_ref()
                 .is_none_or(|name| k.name == *name || k.base_name() == name)
         })
-        .map(|k| analyze_kernel_until(ir, k, opts, pool, Some(file_deadline)))
+        .map(|k| first_pass(ir, k, opts, pool, Some(file_deadline)))
+        .collect();
+    stages
+        .into_iter()
+        .map(|stage| match stage {
+            Stage::Done(report) => report,
+            Stage::Pending(p) => second_pass(p, opts, pool, Some(file_deadline)),
+        })
         .collect()
 }
 
@@ -156,23 +171,63 @@ pub fn analyze_kernel_until(
     pool: &SolverPool,
     file_deadline: Option<Instant>,
 ) -> KernelReport {
+    match first_pass(ir, kernel, opts, pool, file_deadline) {
+        Stage::Done(report) => report,
+        Stage::Pending(p) => second_pass(p, opts, pool, file_deadline),
+    }
+}
+
+/// The limit of one query in the first pass over a file's kernels (see [`analyze_ir_until`]):
+/// on the real-world corpus most queries are answered in a few milliseconds, and those that
+/// are not mostly run to the full limit.
+pub const FIRST_PASS_QUERY_TIME: Duration = Duration::from_millis(250);
+
+/// The time one kernel's queries get in the first pass (planning aside).
+pub const FIRST_PASS_KERNEL_TIME: Duration = Duration::from_millis(500);
+
+/// A kernel after the first pass.
+enum Stage<'k> {
+    Done(KernelReport),
+    /// Some answers were shaped by the first pass's short limit.
+    Pending(Pending<'k>),
+}
+
+struct Pending<'k> {
+    kernel: &'k Kernel,
+    plan: cudarace_check::KernelPlan,
+    answers: Vec<Answer>,
+    /// The kernel's full limit of one query.
+    limits: cudarace_solver::Limits,
+    started: Instant,
+    /// Time spent on the kernel in the first pass.
+    spent: Duration,
+}
+
+/// Whether `answer` was given under a first-pass limit that stopped it (a query timeout, or a
+/// witness the clock may have shaped): it is asked again with the full limit.
+fn needs_full_limit(answer: &Answer) -> bool {
+    match answer {
+        Answer::Unknown(reason) => reason == "timeout",
+        Answer::Sat(model) => model.contains_key(cudarace_solver::INCOMPLETE_KEY),
+        Answer::Unsat => false,
+    }
+}
+
+/// Plans the kernel and solves its queries, each under at most [`FIRST_PASS_QUERY_TIME`]; the
+/// kernel is finished unless some answer needs the full limit.
+fn first_pass<'k>(
+    ir: &FileIr,
+    kernel: &'k Kernel,
+    opts: &Options,
+    pool: &SolverPool,
+    file_deadline: Option<Instant>,
+) -> Stage<'k> {
     let started = Instant::now();
     let elapsed_ms = || started.elapsed().as_secs_f64() * 1000.0;
     let _span = tracing::debug_span!("kernel", name = %kernel.name).entered();
     let _checking = crash::checking_kernel(&kernel.name);
     let check = kernel_check_options(opts, kernel);
-    let kernel_deadline = started + opts.budget.kernel_time;
-    // Past the file's deadline a kernel still gets a short slice (most kernels are decided in
-    // milliseconds: one slow kernel should not leave every later one unknown), up to a cap.
-    let file_deadline = file_deadline.map(|f| {
-        (started + opts.budget.late_kernel_slice)
-            .max(f)
-            .min(f + LATE_KERNELS_CAP)
-    });
-    let (deadline, spent) = match file_deadline {
-        Some(f) if f < kernel_deadline => (f, Spent::File),
-        _ => (kernel_deadline, Spent::Kernel),
-    };
+    let (deadline, spent) = kernel_deadline(opts, started, file_deadline, true);
     // Planning (symbolic execution, encoding) counts against the same budget as solving.
     let plan = match guarded(|| {
         crash::debug_crash(&kernel.name);
@@ -181,7 +236,7 @@ pub fn analyze_kernel_until(
         })
     }) {
         Ok(plan) => plan,
-        Err(message) => return internal_error(kernel, message, elapsed_ms(), 0),
+        Err(message) => return Stage::Done(internal_error(kernel, message, elapsed_ms(), 0)),
     };
     let queries = plan.queries.len();
     tracing::debug!(
@@ -189,15 +244,122 @@ pub fn analyze_kernel_until(
         plan_ms = started.elapsed().as_millis() as u64,
         "planned"
     );
-    let answers = solve_before(
+    let full = check.limits;
+    let first = cudarace_solver::Limits {
+        timeout_ms: full
+            .timeout_ms
+            .min(FIRST_PASS_QUERY_TIME.as_millis() as u64),
+        ..full
+    };
+    let two_passes = first.timeout_ms < full.timeout_ms;
+    // With a second pass to come, the first gives the kernel a slice of time: what is not
+    // answered by then is asked again in the second pass (as a query the short limit stopped).
+    let (deadline, spent) = match started + FIRST_PASS_KERNEL_TIME {
+        slice if two_passes && slice < deadline => (slice, Spent::FirstPass),
+        _ => (deadline, spent),
+    };
+    let mut answers: Vec<Answer> = vec![Answer::Unsat; queries];
+    let order = plan.solve_order();
+    solve_before(
         &plan.queries,
-        &plan.solve_order(),
+        &order,
+        &mut answers,
+        first,
         opts,
         pool,
         deadline,
         spent,
     );
-    match guarded(|| finish_kernel(&plan, answers, elapsed_ms())) {
+    if two_passes && answers.iter().any(needs_full_limit) {
+        return Stage::Pending(Pending {
+            kernel,
+            plan,
+            answers,
+            limits: full,
+            started,
+            spent: started.elapsed(),
+        });
+    }
+    Stage::Done(finish(kernel, &plan, answers, elapsed_ms()))
+}
+
+/// Solves again, with the full limit, the queries of a kernel that the first pass's limit
+/// stopped, within what is left of the kernel's and the file's budgets; then finishes it.
+fn second_pass(
+    p: Pending<'_>,
+    opts: &Options,
+    pool: &SolverPool,
+    file_deadline: Option<Instant>,
+) -> KernelReport {
+    let resumed = Instant::now();
+    let _span = tracing::debug_span!("kernel", name = %p.kernel.name).entered();
+    let _checking = crash::checking_kernel(&p.kernel.name);
+    // No late slice here: the kernel had its share of the budget in the first pass.
+    let (deadline, spent) = kernel_deadline(opts, p.started, file_deadline, false);
+    let again: Vec<usize> = p
+        .plan
+        .solve_order()
+        .into_iter()
+        .filter(|&i| p.answers.get(i).is_some_and(needs_full_limit))
+        .collect();
+    let mut answers = p.answers.clone();
+    solve_before(
+        &p.plan.queries,
+        &again,
+        &mut answers,
+        p.limits,
+        opts,
+        pool,
+        deadline,
+        spent,
+    );
+    // A witness of the first pass is a real one: it stays when the second pass does not
+    // decide more.
+    for i in again {
+        if let (Some(Answer::Sat(_)), Some(new @ Answer::Unknown(_))) =
+            (p.answers.get(i), answers.get_mut(i))
+        {
+            *new = p.answers[i].clone();
+        }
+    }
+    let time_ms = (p.spent + resumed.elapsed()).as_secs_f64() * 1000.0;
+    finish(p.kernel, &p.plan, answers, time_ms)
+}
+
+/// The deadline of a kernel started at `started`: its own budget, or the file's deadline when
+/// that comes first. With `late_slice`, a kernel started past the file's deadline still gets a
+/// short slice (most kernels are decided in milliseconds: one slow kernel should not leave
+/// every later one unknown), up to a cap.
+fn kernel_deadline(
+    opts: &Options,
+    started: Instant,
+    file_deadline: Option<Instant>,
+    late_slice: bool,
+) -> (Instant, Spent) {
+    let kernel_deadline = started + opts.budget.kernel_time;
+    let file_deadline = file_deadline.map(|f| {
+        if late_slice {
+            (started + opts.budget.late_kernel_slice)
+                .max(f)
+                .min(f + LATE_KERNELS_CAP)
+        } else {
+            f
+        }
+    });
+    match file_deadline {
+        Some(f) if f < kernel_deadline => (f, Spent::File),
+        _ => (kernel_deadline, Spent::Kernel),
+    }
+}
+
+fn finish(
+    kernel: &Kernel,
+    plan: &cudarace_check::KernelPlan,
+    answers: Vec<Answer>,
+    time_ms: f64,
+) -> KernelReport {
+    let queries = plan.queries.len();
+    match guarded(|| finish_kernel(plan, answers, time_ms)) {
         Ok(report) => {
             tracing::debug!(
                 verdict = report.verdict.as_str(),
@@ -206,7 +368,7 @@ pub fn analyze_kernel_until(
             );
             report
         }
-        Err(message) => internal_error(kernel, message, elapsed_ms(), queries),
+        Err(message) => internal_error(kernel, message, time_ms, queries),
     }
 }
 
@@ -215,31 +377,38 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panic_message(&*payload))
 }
 
-/// Submits every query to the pool (in `order`, a permutation of their indices) and collects
-/// the answers, returned in the queries' own order, waiting no longer than `deadline`; the
-/// queries not answered by then are cancelled and answered `unknown` (those already answered
-/// keep their answers).
+/// Submits the queries `order` names (indices, in that order) to the pool under `limits` and
+/// writes their answers into `answers`, waiting no longer than `deadline`; the queries not
+/// answered by then are cancelled and answered `unknown` (those already answered keep their
+/// answers). The other entries of `answers` are left as they are.
+#[allow(clippy::too_many_arguments)]
 fn solve_before(
     queries: &[Query],
     order: &[usize],
+    answers: &mut [Answer],
+    limits: cudarace_solver::Limits,
     opts: &Options,
     pool: &SolverPool,
     deadline: Instant,
     spent: Spent,
-) -> Vec<Answer> {
+) {
     let cancel = CancelToken::new();
     // Past the deadline already (the file's budget went to earlier kernels): nothing is asked.
-    if Instant::now() >= deadline && !queries.is_empty() {
-        return queries.iter().map(|_| out_of_budget(opts, spent)).collect();
+    if Instant::now() >= deadline {
+        for &i in order {
+            if let Some(a) = answers.get_mut(i) {
+                *a = out_of_budget(opts, spent);
+            }
+        }
+        return;
     }
     let receivers: Vec<(usize, _)> = order
         .iter()
         .filter_map(|&i| {
             let q = queries.get(i)?;
-            Some((i, pool.submit(q.clone(), opts.check.limits, cancel.clone())))
+            Some((i, pool.submit(q.clone(), limits, cancel.clone())))
         })
         .collect();
-    let mut answers: Vec<Option<Answer>> = vec![None; queries.len()];
     for (i, rx) in receivers {
         let answer = if cancel.is_cancelled() {
             match rx.try_recv() {
@@ -260,12 +429,10 @@ fn solve_before(
                 }
             }
         };
-        answers[i] = Some(answer);
+        if let Some(a) = answers.get_mut(i) {
+            *a = answer;
+        }
     }
-    answers
-        .into_iter()
-        .map(|a| a.unwrap_or_else(|| out_of_budget(opts, spent)))
-        .collect()
 }
 
 /// Which budget a deadline is.
@@ -273,13 +440,16 @@ fn solve_before(
 enum Spent {
     Kernel,
     File,
+    /// A kernel's slice of the first pass ([`FIRST_PASS_KERNEL_TIME`]): its unanswered queries
+    /// are asked again in the second pass.
+    FirstPass,
 }
 
 impl Spent {
     fn whose(self) -> &'static str {
         match self {
             Spent::Kernel => "kernel's",
-            Spent::File => "file's",
+            Spent::File | Spent::FirstPass => "file's",
         }
     }
 }
@@ -288,6 +458,8 @@ fn out_of_budget(opts: &Options, spent: Spent) -> Answer {
     let budget = match spent {
         Spent::Kernel => opts.budget.kernel_time,
         Spent::File => opts.budget.file_time,
+        // Not an answer: the query is asked again (see `needs_full_limit`).
+        Spent::FirstPass => return Answer::Unknown("timeout".to_string()),
     };
     Answer::Unknown(format!(
         "timeout: the {} time budget ({} ms) ran out",
@@ -465,7 +637,7 @@ fn is_cuda_file(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cudarace_solver::{Sort, Term};
+    use cudarace_solver::{Limits, Sort, Term};
 
     fn temp_dir(name: &str) -> PathBuf {
         let dir =
@@ -525,9 +697,13 @@ mod tests {
         let queries: Vec<Query> = (0..6).map(query).collect();
         let deadline = Instant::now() + Duration::from_secs(60);
         let order: Vec<usize> = (0..6).collect();
-        let answers = solve_before(
+        let mut answers = vec![Answer::Unsat; 6];
+        let limits = Limits::default();
+        solve_before(
             &queries,
             &order,
+            &mut answers,
+            limits,
             &Options::default(),
             &pool,
             deadline,
@@ -537,9 +713,12 @@ mod tests {
             assert_eq!(a, &Answer::Sat([("x".to_string(), i as i64)].into()));
         }
         // Solved in another order (divergence first), answered in the queries' own.
-        let answers = solve_before(
+        let mut answers = vec![Answer::Unsat; 6];
+        solve_before(
             &queries,
             &[5, 3, 0, 1, 2, 4],
+            &mut answers,
+            limits,
             &Options::default(),
             &pool,
             deadline,
@@ -550,14 +729,53 @@ mod tests {
         }
     }
 
+    /// The second pass asks again what the first pass's short limit stopped, and keeps a
+    /// first-pass witness when it cannot decide more (here: no time left at all).
+    #[test]
+    fn the_second_pass_keeps_first_pass_witnesses_and_asks_again_only_what_was_stopped() {
+        let pool = SolverPool::new(1);
+        let src =
+            "__global__ void k(int *a) { a[0] = threadIdx.x; a[1] = 1; a[threadIdx.x + 2] = 3; }";
+        let ir = lower_source(None, src, &FrontendOptions::default());
+        let kernel = &ir.kernels[0];
+        let opts = Options::default();
+        let plan = plan_kernel_until(&ir, kernel, &opts.check, &|| None);
+        let n = plan.queries.len();
+        assert!(n >= 2, "{n} queries");
+        let witness: Answer =
+            Answer::Sat([(cudarace_solver::INCOMPLETE_KEY.to_string(), 1)].into());
+        let mut first = vec![Answer::Unsat; n];
+        first[0] = witness.clone();
+        first[1] = Answer::Unknown("timeout".into());
+        assert!(needs_full_limit(&first[0]) && needs_full_limit(&first[1]));
+        assert!(!needs_full_limit(&Answer::Unsat));
+        assert!(!needs_full_limit(&Answer::Unknown("resource limit".into())));
+        let pending = Pending {
+            kernel,
+            plan,
+            answers: first,
+            limits: Limits::default(),
+            started: Instant::now(),
+            spent: Duration::ZERO,
+        };
+        // The file's budget is spent: nothing is decided in the second pass.
+        let report = second_pass(pending, &opts, &pool, Some(Instant::now()));
+        assert_eq!(report.verdict, Verdict::Racy, "{report:?}");
+        let reason = report.reason.unwrap_or_default();
+        assert!(reason.contains("file's time budget"), "{reason}");
+    }
+
     #[test]
     fn queries_past_the_budget_are_unknown() {
         let pool = SolverPool::new(1);
         let queries: Vec<Query> = (0..50).map(query).collect();
         let order: Vec<usize> = (0..50).collect();
-        let answers = solve_before(
+        let mut answers = vec![Answer::Unsat; 50];
+        solve_before(
             &queries,
             &order,
+            &mut answers,
+            Limits::default(),
             &Options::default(),
             &pool,
             Instant::now(),

@@ -214,7 +214,7 @@ fn solve_inner(
             }
         }
     };
-    match answer {
+    let mut answer = match answer {
         Answer::Sat(mut model) if !query.preconditions.is_empty() => {
             let out_of_time = || start.elapsed() >= budget;
             if let Some(i) = first_precondition(
@@ -229,7 +229,15 @@ fn solve_inner(
             Answer::Sat(model)
         }
         other => other,
+    };
+    // A check stopped by the clock may have left a witness that breaks an assumption (or no
+    // precondition) where more time would have found a plausible one: say so.
+    if let Answer::Sat(model) = &mut answer {
+        if timer.fired() || start.elapsed() >= budget {
+            model.insert(crate::term::INCOMPLETE_KEY.to_string(), 1);
+        }
     }
+    answer
 }
 
 /// Share of `rlimit` for each probe (fast engine, also capped by [`FAST_RLIMIT_CAP`]).

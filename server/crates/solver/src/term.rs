@@ -365,6 +365,12 @@ impl Query {
 /// [`Query::preconditions`]); absent when none removes the witness.
 pub const PRECONDITION_KEY: &str = "$precondition";
 
+/// The model entry of a `sat` answer that the time limit may have shaped: some check of the
+/// query was stopped by the clock (or the precondition search ran out of time), so with more
+/// time the witness could be a plausible one or name a precondition. Such an answer is right
+/// (a real model) but not final: a caller that solved under a short first limit solves it again.
+pub const INCOMPLETE_KEY: &str = "$incomplete";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
     /// Values of [`Query::report`] variables (Bool as 0/1) in a model.
