@@ -92,7 +92,9 @@ fn product(a: &[Seg], b: &[Seg]) -> Vec<Seg> {
         .sum::<usize>();
     if with_accesses > MAX_ALTERNATIVES {
         let mut merged = Seg::default();
-        let mut seen = std::collections::HashSet::new();
+        // Sized up front: growing re-hashes every execution's terms.
+        let total = a.iter().chain(b).map(|s| s.insts.len()).sum();
+        let mut seen = std::collections::HashSet::with_capacity(total);
         for s in a.iter().chain(b) {
             for i in &s.insts {
                 if seen.insert(i) {
@@ -121,7 +123,8 @@ fn cap(segs: Vec<Seg>) -> Vec<Seg> {
     // nest of loops hold thousands of executions, and comparing each with every one kept was
     // quadratic).
     let mut merged = Seg::default();
-    let mut seen = std::collections::HashSet::new();
+    let total = segs.iter().map(|s| s.insts.len()).sum();
+    let mut seen = std::collections::HashSet::with_capacity(total);
     for s in segs {
         for i in s.insts {
             if seen.insert(i.clone()) {
@@ -290,10 +293,17 @@ fn collect_in(p: &Protocol, nodes: &[Node], in_loop: bool, out: &mut Vec<Inst>) 
     }
 }
 
-pub fn summarize(p: &Protocol, nodes: &[Node], counts: Counts) -> Summary {
+/// What to ask whether the time budget is spent; once it says so, the summary returned is
+/// partial and must not be used (the caller asks again and gives up).
+pub type Stop<'a> = &'a dyn Fn() -> bool;
+
+pub fn summarize(p: &Protocol, nodes: &[Node], counts: Counts, stop: Stop) -> Summary {
     let mut acc = Summary::unit();
     let mut pending = Vec::new();
     for n in nodes {
+        if stop() {
+            return acc;
+        }
         if !contains_sync(p, std::slice::from_ref(n), counts) {
             collect(p, std::slice::from_ref(n), &mut pending);
             continue;
@@ -308,7 +318,7 @@ pub fn summarize(p: &Protocol, nodes: &[Node], counts: Counts) -> Summary {
             };
             acc = acc.seq(s);
         }
-        acc = acc.seq(summarize_node(p, n, counts));
+        acc = acc.seq(summarize_node(p, n, counts, stop));
     }
     if !pending.is_empty() {
         let s = Summary {
@@ -323,7 +333,7 @@ pub fn summarize(p: &Protocol, nodes: &[Node], counts: Counts) -> Summary {
     acc
 }
 
-fn summarize_node(p: &Protocol, n: &Node, counts: Counts) -> Summary {
+fn summarize_node(p: &Protocol, n: &Node, counts: Counts, stop: Stop) -> Summary {
     match n {
         Node::Sync(i) if !orders(p, *i, counts) => Summary::unit(),
         Node::Sync(_) => Summary {
@@ -336,8 +346,8 @@ fn summarize_node(p: &Protocol, n: &Node, counts: Counts) -> Summary {
             then_branch,
             else_branch,
         } => {
-            let t = summarize(p, then_branch, counts);
-            let e = summarize(p, else_branch, counts);
+            let t = summarize(p, then_branch, counts, stop);
+            let e = summarize(p, else_branch, counts, stop);
             let nc = not(cond.clone());
             // Two threads on different sides of a thread-dependent condition: each crosses its
             // side without a barrier (a side's `through` paths, or it already left the kernel),
@@ -384,7 +394,7 @@ fn summarize_node(p: &Protocol, n: &Node, counts: Counts) -> Summary {
                 },
             }
         }
-        Node::Loop(l) => summarize_loop(p, l, counts),
+        Node::Loop(l) => summarize_loop(p, l, counts, stop),
         Node::Acc(_) | Node::MaybeSync(_) => {
             let mut insts = Vec::new();
             collect(p, std::slice::from_ref(n), &mut insts);
@@ -399,8 +409,8 @@ fn summarize_node(p: &Protocol, n: &Node, counts: Counts) -> Summary {
     }
 }
 
-fn summarize_loop(p: &Protocol, l: &LoopNode, counts: Counts) -> Summary {
-    let b = summarize(p, &l.body, counts);
+fn summarize_loop(p: &Protocol, l: &LoopNode, counts: Counts, stop: Stop) -> Summary {
+    let b = summarize(p, &l.body, counts, stop);
     let first = |t: &Term| subst(t, &l.first);
     let next = |t: &Term| l.next.apply(t);
     let zero_trip = if l.do_while {

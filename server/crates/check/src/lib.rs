@@ -351,8 +351,16 @@ pub fn plan_kernel_until(
     let meeting = if p.may_sync_calls.is_empty() || meta.may_sync_note.is_some() {
         None
     } else {
-        Some(separable::pairs_meeting_across_calls(&p))
+        Some(separable::pairs_meeting_across_calls(&p, &stop))
     };
+    if stop() {
+        out_of_time(&mut meta, "aligning the barrier intervals");
+        return KernelPlan {
+            kernel: kernel.name.clone(),
+            queries,
+            meta: Arc::new(meta),
+        };
+    }
     let calls_note = {
         let mut names: Vec<&str> = Vec::new();
         for (_, why) in &p.may_sync_calls {
@@ -397,7 +405,15 @@ pub fn plan_kernel_until(
             Scope::SameBlock { warp } => k != SyncKind::Warp || warp == Some(true),
             Scope::CrossBlock => k == SyncKind::Grid,
         };
-        let segs = split::intervals(&p, &counts);
+        let segs = split::intervals(&p, &counts, &stop);
+        if stop() {
+            out_of_time(&mut meta, "aligning the barrier intervals");
+            return KernelPlan {
+                kernel: kernel.name.clone(),
+                queries,
+                meta: Arc::new(meta),
+            };
+        }
         let keep = |acc: usize| scope != Scope::CrossBlock || is_global(acc);
         let never_race = |a: &align::Inst, b: &align::Inst| enc.never_race(scope, a, b);
         for (key, m) in split::access_pairs(&p, &segs, &keep, &never_race) {

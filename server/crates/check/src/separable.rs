@@ -19,13 +19,19 @@ const MAX_INSTS: usize = 2_000;
 
 /// The pairs of accesses (protocol indices, smaller first) that meet in some barrier interval
 /// when every unmodelled call is a barrier; `None` when that could not be computed (then any
-/// pair may be separable).
-pub fn pairs_meeting_across_calls(p: &Protocol) -> Option<HashSet<(usize, usize)>> {
+/// pair may be separable), or when `stop` says the budget is spent.
+pub fn pairs_meeting_across_calls(
+    p: &Protocol,
+    stop: crate::align::Stop,
+) -> Option<HashSet<(usize, usize)>> {
     let mut strict = p.clone();
     strict.root = with_calls_as_barriers(&p.root, &mut strict.syncs);
     let counts = |k: SyncKind| k != SyncKind::Warp;
     let counts: Counts = &counts;
-    let segs = split::intervals(&strict, counts);
+    let segs = split::intervals(&strict, counts, stop);
+    if stop() {
+        return None;
+    }
     // Meeting in an interval is a property of the pair of statements, not of the witness: in a
     // loop that contains a call, the wrap-around interval holds iteration k's last accesses
     // and iteration k+1's first, while the witness may need iterations further apart, with

@@ -26,8 +26,9 @@ pub fn conflicting(x: AccessMode, y: AccessMode) -> bool {
 }
 
 /// The barrier intervals of the whole kernel under `counts`.
-pub fn intervals(p: &Protocol, counts: Counts) -> Vec<Seg> {
-    summarize(p, &p.root, counts).intervals()
+/// Partial when `stop` says the budget is spent (the caller then gives up).
+pub fn intervals(p: &Protocol, counts: Counts, stop: crate::align::Stop) -> Vec<Seg> {
+    summarize(p, &p.root, counts, stop).intervals()
 }
 
 /// Every conflicting pair in every interval, keyed by the two accesses (table indices, ordered),

@@ -413,7 +413,7 @@ fn atomics_do_not_race_with_atomics_but_with_plain_reads() {
 fn interval_lines(k: &Kernel) -> Vec<Vec<u32>> {
     let p = protocol::build(k);
     let counts = |kind: SyncKind| kind == SyncKind::Block;
-    let mut out: Vec<Vec<u32>> = split::intervals(&p, &counts)
+    let mut out: Vec<Vec<u32>> = split::intervals(&p, &counts, &|| false)
         .into_iter()
         .map(|seg| {
             let mut v: Vec<u32> = seg
@@ -1367,6 +1367,42 @@ fn planning_stopped_by_the_budget_is_unknown_never_clean() {
         reason.contains("the kernel's time budget ran out"),
         "{reason}"
     );
+}
+
+/// Wherever planning is stopped (symbolic execution, aligning the barrier intervals, encoding
+/// the pairs), the kernel is `unknown` with the budget named, never race-free: every stop point
+/// is tried, by a stop function that fires from its `n`-th call on.
+#[test]
+fn planning_stopped_at_any_point_is_unknown_never_clean() {
+    let k = neighbour(true);
+    let limits = Limits {
+        timeout_ms: 10_000,
+        rlimit: 50_000_000,
+    };
+    let calls = std::cell::Cell::new(0usize);
+    let counting = || {
+        calls.set(calls.get() + 1);
+        None
+    };
+    plan_kernel_until(&file(), &k, &CheckOptions::default(), &counting);
+    let total = calls.get();
+    assert!(total >= 3, "{total} stop points");
+    for n in 0..total {
+        let seen = std::cell::Cell::new(0usize);
+        let stop = || {
+            seen.set(seen.get() + 1);
+            (seen.get() > n).then_some("file's")
+        };
+        let plan = plan_kernel_until(&file(), &k, &CheckOptions::default(), &stop);
+        let answers: Vec<Answer> = plan.queries.iter().map(|q| solve(q, &limits)).collect();
+        let cut = finish_kernel(&plan, answers, 0.0);
+        assert_verdict(&cut, Verdict::Unknown);
+        let reason = cut.reason.unwrap_or_default();
+        assert!(
+            reason.contains("the file's time budget ran out"),
+            "{n}: {reason}"
+        );
+    }
 }
 
 /// A term built by merging branches shares its parts: `t(i+1) = ite(c_i, t(i), t(i) + 1)` has
