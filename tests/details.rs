@@ -356,6 +356,22 @@ fn conditional_findings_name_their_condition() {
         Some("sections == blockDim.x")
     );
     let fs = findings(
+        "witnesses/block_stride_loop_with_constant_step_is_conditional.cu",
+        Verdict::Racy,
+    );
+    assert_eq!(
+        fs[0].condition.as_deref(),
+        Some("only if blockDim.x != 64 (the step of a block-stride loop)")
+    );
+    let fs = findings(
+        "witnesses/block_taller_than_tile_filled_in_both_branches_is_conditional.cu",
+        Verdict::Racy,
+    );
+    assert_eq!(
+        fs[0].condition.as_deref(),
+        Some("only if blockDim.y > 8 (past the 8 slots of `tile`)")
+    );
+    let fs = findings(
         "witnesses/grid_wider_than_parameter_row_is_conditional.cu",
         Verdict::Racy,
     );
@@ -385,7 +401,8 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
     let dir = tempdir_with_config(
         "[assumptions]\npositive-sizes = false\nnon-negative-indices = false\n\
          shared-in-bounds = false\nsingle-block-without-launch = false\n\
-         leading-dimensions = false\nlaunch-shape-without-launch = false\n",
+         leading-dimensions = false\nlaunch-shape-without-launch = false\n\
+         constant-block-shape = false\n",
     );
     let config =
         cudarace_analysis::config::Config::load(&dir.join("cudarace.toml")).expect("valid config");
@@ -405,6 +422,8 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
         "witnesses/concat_offset_past_axis_is_conditional.cu",
         "witnesses/remainder_of_product_below_row_step_is_conditional.cu",
         "witnesses/thread_column_of_row_step_is_conditional.cu",
+        "witnesses/block_stride_loop_with_constant_step_is_conditional.cu",
+        "witnesses/block_taller_than_tile_filled_in_both_branches_is_conditional.cu",
     ] {
         let path = fixtures_dir().join(rel);
         let text = std::fs::read_to_string(&path).expect("fixture is readable");

@@ -265,6 +265,7 @@ struct RawAssumptions {
     single_block_without_launch: Option<bool>,
     leading_dimensions: Option<bool>,
     launch_shape_without_launch: Option<bool>,
+    constant_block_shape: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -439,6 +440,7 @@ impl Config {
                 launch_shape_without_launch: a
                     .launch_shape_without_launch
                     .unwrap_or(d.launch_shape_without_launch),
+                constant_block_shape: a.constant_block_shape.unwrap_or(d.constant_block_shape),
             };
         }
         if let Some(l) = raw.library {

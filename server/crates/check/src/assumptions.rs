@@ -38,6 +38,16 @@
 //!   elsewhere (another file, Python) and sizes the launch from the same values.
 //!   Unlike the others it is applied after the solve, to the precondition found (see
 //!   [`Precondition::unless_launch`]).
+//! - `constant-block-shape`: a kernel that walks an array by a block-stride loop whose step is a
+//!   constant `C` instead of `blockDim.x` (`for (i = threadIdx.x; i < 1024; i += 64)`) is
+//!   launched with blocks of exactly `C` threads in that dimension (`blockDim.x == 64`): fewer
+//!   would leave cells to no thread, more would make threads collide. Not when the launch
+//!   fixes the dimension, when the kernel reads that block size other than in
+//!   `blockIdx.x * blockDim.x`, when two loops name different steps, or when `C` contradicts
+//!   the kernel's other assumptions about the block (`s[threadIdx.x]` in `s[32]`) or its
+//!   `__launch_bounds__`. `threadIdx.x % C` or `/ C` alone are not taken as a shape: a lane
+//!   and a warp fit any multiple of `C`. A race that needs another block is conditional,
+//!   `only if blockDim.x != 64`.
 
 use crate::encode::Encoder;
 use crate::terms::*;
@@ -54,6 +64,7 @@ pub struct AssumptionSwitches {
     pub single_block_without_launch: bool,
     pub leading_dimensions: bool,
     pub launch_shape_without_launch: bool,
+    pub constant_block_shape: bool,
 }
 
 impl Default for AssumptionSwitches {
@@ -65,6 +76,7 @@ impl Default for AssumptionSwitches {
             single_block_without_launch: true,
             leading_dimensions: true,
             launch_shape_without_launch: true,
+            constant_block_shape: true,
         }
     }
 }
@@ -77,6 +89,7 @@ impl AssumptionSwitches {
         single_block_without_launch: false,
         leading_dimensions: false,
         launch_shape_without_launch: false,
+        constant_block_shape: false,
     };
 }
 
@@ -102,6 +115,9 @@ pub enum Broken {
     NegativeIndex { array: String },
     /// An index into a shared array is outside its declared size.
     OutOfBounds { array: String, size: String },
+    /// A block shape the kernel is not written for, in words (`blockDim.x > 32`,
+    /// `blockDim.x != 64`): the launch sizes it names.
+    BlockShape { text: String },
     /// More than one block.
     SeveralBlocks,
     /// More than one thread in the block.
@@ -133,6 +149,7 @@ impl Broken {
             Broken::OutOfBounds { array, size } => {
                 format!("the index into `{array}` is outside its {size} elements")
             }
+            Broken::BlockShape { text } => text.clone(),
             Broken::SeveralBlocks => "launched with more than one block".into(),
             Broken::SeveralThreads => "launched with more than one thread per block".into(),
         }
@@ -765,6 +782,29 @@ pub(crate) fn visit_accesses(b: &Block, f: &mut dyn FnMut(&Expr)) {
     }
 }
 
+/// Every statement of the block, nested ones included.
+pub(crate) fn visit_stmts(b: &Block, f: &mut dyn FnMut(&Stmt)) {
+    for s in b {
+        f(s);
+        match s {
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                visit_stmts(then_branch, f);
+                visit_stmts(else_branch, f);
+            }
+            Stmt::Loop(l) => {
+                for blk in [&l.init, &l.cond_effects, &l.body, &l.step] {
+                    visit_stmts(blk, f);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Every `local = value` of the block.
 pub(crate) fn assigned_values(b: &Block, f: &mut dyn FnMut(cudarace_ir::LocalId, &Expr)) {
     for s in b {
@@ -820,67 +860,134 @@ pub fn shared_slot_assumptions(
             thread_locals.insert(l, *d);
         }
     });
+    // Nor one a call the checker cannot see may change (passed by reference).
+    let mut opaque_locals = Vec::new();
+    visit_stmts(&kernel.body, &mut |s| {
+        if let Stmt::Opaque(o) = s {
+            opaque_locals.extend(o.locals.iter().copied());
+        }
+    });
+    thread_locals.retain(|l, _| !opaque_locals.contains(l));
     let thread_dim = |e: &Expr| match strip_casts(e) {
         Expr::Builtin(Builtin::ThreadIdx(d)) => Some(*d),
         Expr::Local(l) => thread_locals.get(l).copied(),
         _ => None,
     };
-    let mut bounds: BTreeMap<usize, (i64, String)> = BTreeMap::new();
-    for s in &kernel.body {
-        match s {
-            Stmt::Access(a) => {
-                let Some(arr) = kernel.arrays.get(a.array.0 as usize) else {
-                    continue;
-                };
-                if !(arr.space == MemSpace::Shared && arr.origin == ArrayOrigin::SharedDecl) {
-                    continue;
-                }
-                // The coordinates: one index per dimension, or a row-major flat index into a
-                // 2-D array (`s[ty * 8 + tx]`: a `T s[8][8]` passed to a helper, row by row).
-                let coords: Vec<(&Expr, &Option<Expr>)> = if a.index.len() == arr.dims.len() {
-                    a.index.iter().zip(&arr.dims).collect()
-                } else if let ([flat], [rows, cols]) = (a.index.as_slice(), arr.dims.as_slice()) {
-                    match row_major(flat, const_size(cols)) {
-                        Some((r, c)) => vec![(r, rows), (c, cols)],
-                        None => continue,
-                    }
-                } else {
-                    continue;
-                };
-                for (i, size) in coords {
-                    let (Some(d), Some(n)) = (thread_dim(i), const_size(size)) else {
-                        continue;
-                    };
-                    let e = bounds.entry(d.index()).or_insert((n, arr.name.clone()));
-                    if n < e.0 {
-                        *e = (n, arr.name.clone());
-                    }
-                }
+    // The slots (dimension, size, array) a thread indexes by its own thread index in one
+    // access of a `__shared__` array with constant sizes.
+    let slots = |a: &cudarace_ir::Access| -> Vec<Slot> {
+        let Some(arr) = kernel.arrays.get(a.array.0 as usize) else {
+            return vec![];
+        };
+        if !(arr.space == MemSpace::Shared && arr.origin == ArrayOrigin::SharedDecl) {
+            return vec![];
+        }
+        // The coordinates: one index per dimension, or a row-major flat index into a 2-D
+        // array (`s[ty * 8 + tx]`: a `T s[8][8]` passed to a helper, row by row).
+        let coords: Vec<(&Expr, &Option<Expr>)> = if a.index.len() == arr.dims.len() {
+            a.index.iter().zip(&arr.dims).collect()
+        } else if let ([flat], [rows, cols]) = (a.index.as_slice(), arr.dims.as_slice()) {
+            match row_major(flat, const_size(cols)) {
+                Some((r, c)) => vec![(r, rows), (c, cols)],
+                None => return vec![],
             }
-            Stmt::Assign { .. } | Stmt::Barrier(_) | Stmt::Assume { .. } => {}
-            // A branch or loop no thread leaves the kernel from: every thread goes on.
-            Stmt::If { .. } | Stmt::Loop(_) if !may_return(std::slice::from_ref(s)) => {}
-            // Past a `return`, or anything else some threads may have left by.
-            _ => break,
+        } else {
+            return vec![];
+        };
+        coords
+            .into_iter()
+            .filter_map(|(i, size)| Some((thread_dim(i)?.index(), const_size(size)?, a.array.0)))
+            .collect()
+    };
+    let mut bounds: BTreeMap<usize, (i64, String)> = BTreeMap::new();
+    for (d, n, array) in every_thread_slots(&kernel.body, &slots).0 {
+        let name = kernel.arrays[array as usize].name.clone();
+        let e = bounds.entry(d).or_insert((n, name.clone()));
+        if n < e.0 {
+            *e = (n, name);
         }
     }
     bounds
         .into_iter()
         .filter(|(d, _)| !block_fixed[*d])
-        .map(|(d, (n, array))| Assumption {
-            term: le(
-                Term::Var(format!("blockDim.{}", Dim::ALL[d].name()).into()),
-                int(n),
-            ),
-            broken: Broken::OutOfBounds {
-                array,
-                size: n.to_string(),
-            },
+        .map(|(d, (n, array))| {
+            let dim = format!("blockDim.{}", Dim::ALL[d].name());
+            Assumption {
+                term: le(Term::Var(dim.clone().into()), int(n)),
+                broken: Broken::BlockShape {
+                    text: format!("{dim} > {n} (past the {n} slots of `{array}`)"),
+                },
+            }
         })
         .collect()
 }
 
+/// A per-thread slot: (dimension, size, array).
+type Slot = (usize, i64, u32);
+
+/// The slots every thread indexes in `b` before any may leave the kernel: those of its
+/// statements in order, up to a `return` or code the checker cannot see (a call the checker
+/// has no body for comes back: it does not stop the scan), those of both branches of an
+/// `if`/`else` (every thread takes one of them: the same array, dimension and size in both),
+/// and none from a loop (it may run no iteration). The second part: whether the scan stopped
+/// (some thread may have left).
+fn every_thread_slots(
+    b: &[Stmt],
+    slots: &dyn Fn(&cudarace_ir::Access) -> Vec<Slot>,
+) -> (Vec<Slot>, bool) {
+    let mut out: Vec<Slot> = Vec::new();
+    for s in b {
+        match s {
+            Stmt::Access(a) => out.extend(slots(a)),
+            Stmt::Assign { .. } | Stmt::Barrier(_) | Stmt::Assume { .. } => {}
+            Stmt::Opaque(o) if returns_to_caller(o) => {}
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                let (t, t_left) = every_thread_slots(then_branch, slots);
+                let (e, e_left) = every_thread_slots(else_branch, slots);
+                out.extend(t.into_iter().filter(|x| e.contains(x)));
+                if t_left || e_left {
+                    return (out, true);
+                }
+            }
+            // A loop no thread leaves the kernel from: every thread goes on.
+            Stmt::Loop(_) if !may_return(std::slice::from_ref(s)) => {}
+            // Past a `return`, or anything else some threads may have left by.
+            _ => return (out, true),
+        }
+    }
+    (out, false)
+}
+
+/// An unmodelled call (a function without a body, a method, a call through a pointer) comes
+/// back to its caller: it may synchronize, but it does not end the thread. Other unmodelled
+/// code (a syntax error, `goto`, inline assembly) may.
+fn returns_to_caller(o: &cudarace_ir::Opaque) -> bool {
+    ["call to ", "method call ", "call through "]
+        .iter()
+        .any(|p| o.reason.starts_with(p))
+}
+
 /// Whether a thread may leave the kernel in `b` (a `return`, or code the checker cannot see).
+fn may_return(b: &[Stmt]) -> bool {
+    b.iter().any(|s| match s {
+        Stmt::Return { .. } => true,
+        Stmt::Opaque(o) => !returns_to_caller(o),
+        Stmt::If {
+            then_branch,
+            else_branch,
+            ..
+        } => may_return(then_branch) || may_return(else_branch),
+        Stmt::Loop(l) => [&l.init, &l.cond_effects, &l.body, &l.step]
+            .iter()
+            .any(|blk| may_return(blk)),
+        _ => false,
+    })
+}
+
 /// `r * cols + c` (in either order of the sum and of the product): the row and the column of a
 /// row-major flat index into an array `cols` wide.
 fn row_major(e: &Expr, cols: Option<i64>) -> Option<(&Expr, &Expr)> {
@@ -904,17 +1011,198 @@ fn row_major(e: &Expr, cols: Option<i64>) -> Option<(&Expr, &Expr)> {
     }
 }
 
-fn may_return(b: &[Stmt]) -> bool {
-    b.iter().any(|s| match s {
-        Stmt::Return { .. } | Stmt::Opaque(_) => true,
-        Stmt::If {
-            then_branch,
-            else_branch,
-            ..
-        } => may_return(then_branch) || may_return(else_branch),
-        Stmt::Loop(l) => [&l.init, &l.cond_effects, &l.body, &l.step]
+/// `blockDim.d == C` for a kernel written for blocks of exactly `C` threads in dimension `d`:
+/// it walks an array by a block-stride loop whose step is the constant `C` instead of
+/// `blockDim.d` (`for (i = threadIdx.x; i < 1024; i += 64) s[i] = 0;`). A smaller block leaves
+/// cells to no thread, a larger one makes threads collide; either is a launch the kernel is not
+/// written for (see `constant-block-shape` in the module documentation). Each candidate is
+/// `(dimension, C)`; the caller keeps one only when it fits the kernel's other assumptions.
+///
+/// Only this signal: `threadIdx.x % 16` or `threadIdx.x / 32` alone (a lane and a warp) fit
+/// any block that is a multiple of the constant, and `if (threadIdx.x == 31)` names a thread
+/// that exists in any block larger than 31; they say what the block is a multiple of, or at
+/// least, not what it is. Not for a dimension the launch fixes, nor one whose size the kernel
+/// reads other than in a global index `blockIdx.d * blockDim.d` (a kernel that reads its
+/// block size is written for more than one), nor when two loops disagree on the step.
+pub fn constant_shape_candidates(
+    kernel: &Kernel,
+    block_fixed: [bool; 3],
+    switches: &AssumptionSwitches,
+) -> Vec<(usize, i64)> {
+    use cudarace_ir::Builtin;
+    if !switches.constant_block_shape {
+        return vec![];
+    }
+    // Where the kernel reads its block size other than in `blockIdx.d * blockDim.d`.
+    let (mut reads, mut in_global_index) = ([0usize; 3], [0usize; 3]);
+    walk_block(&kernel.body, &mut |e, _| match e {
+        Expr::Builtin(Builtin::BlockDim(d)) => reads[d.index()] += 1,
+        Expr::Binary(BinOp::Mul, a, b) => {
+            if let (Expr::Builtin(Builtin::BlockIdx(x)), Expr::Builtin(Builtin::BlockDim(y)))
+            | (Expr::Builtin(Builtin::BlockDim(y)), Expr::Builtin(Builtin::BlockIdx(x))) =
+                (strip_casts(a), strip_casts(b))
+            {
+                if x == y {
+                    in_global_index[x.index()] += 1;
+                }
+            }
+        }
+        _ => {}
+    });
+    let constant = |e: &Expr| match strip_casts(e) {
+        Expr::Int(c) if *c > 1 => Some(*c),
+        Expr::Param(p) => kernel
+            .params
+            .get(p.0 as usize)
+            .and_then(|p| p.value)
+            .filter(|v| *v > 1),
+        _ => None,
+    };
+    let mut found: Vec<(usize, i64)> = Vec::new();
+    stride_loops(&kernel.body, &BTreeMap::new(), &constant, &mut found);
+    let mut out = Vec::new();
+    for d in 0..3 {
+        let steps: Vec<i64> = found
             .iter()
-            .any(|blk| may_return(blk)),
-        _ => false,
-    })
+            .filter(|(x, _)| *x == d)
+            .map(|(_, c)| *c)
+            .collect();
+        let Some(&c) = steps.first() else { continue };
+        if block_fixed[d] || reads[d] > in_global_index[d] || steps.iter().any(|s| *s != c) {
+            continue;
+        }
+        out.push((d, c));
+    }
+    out
+}
+
+/// The assumption `blockDim.d == c` (see [`constant_shape_candidates`]).
+pub fn constant_shape_assumption(d: usize, c: i64) -> Assumption {
+    let dim = format!("blockDim.{}", cudarace_ir::Dim::ALL[d].name());
+    Assumption {
+        term: eq(Term::Var(dim.clone().into()), int(c)),
+        broken: Broken::BlockShape {
+            text: format!("{dim} != {c} (the step of a block-stride loop)"),
+        },
+    }
+}
+
+/// The block-stride loops of `b` with a constant step: a counter that enters the loop as
+/// `threadIdx.d` (assigned just before it, or in its `init`), whose every assignment in the
+/// loop adds the same constant `C` (one of them on the loop's own level: every iteration), that
+/// the loop's condition tests and that indexes an array in its body. `entry`: the locals
+/// holding a thread index on entry to `b`.
+fn stride_loops(
+    b: &[Stmt],
+    entry: &BTreeMap<cudarace_ir::LocalId, cudarace_ir::Dim>,
+    constant: &dyn Fn(&Expr) -> Option<i64>,
+    found: &mut Vec<(usize, i64)>,
+) {
+    use cudarace_ir::Builtin;
+    let mut holds = entry.clone();
+    for s in b {
+        match s {
+            Stmt::Assign { local, value, .. } => match strip_casts(value) {
+                Expr::Builtin(Builtin::ThreadIdx(d)) => {
+                    holds.insert(*local, *d);
+                }
+                _ => {
+                    holds.remove(local);
+                }
+            },
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                stride_loops(then_branch, &holds, constant, found);
+                stride_loops(else_branch, &holds, constant, found);
+            }
+            Stmt::Loop(l) => {
+                let mut at_entry = holds.clone();
+                for s in &l.init {
+                    if let Stmt::Assign { local, value, .. } = s {
+                        match strip_casts(value) {
+                            Expr::Builtin(Builtin::ThreadIdx(d)) => {
+                                at_entry.insert(*local, *d);
+                            }
+                            _ => {
+                                at_entry.remove(local);
+                            }
+                        }
+                    }
+                }
+                for (v, d) in &at_entry {
+                    if let Some(c) = constant_step(l, *v, constant) {
+                        found.push((d.index(), c));
+                    }
+                }
+                // Inside the loop a counter changes: nested loops start from what their own
+                // entry says.
+                let mut inner = at_entry.clone();
+                let mut changed = std::collections::BTreeSet::new();
+                for blk in [&l.cond_effects, &l.body, &l.step] {
+                    cudarace_ir::assigned_locals(blk, &mut changed);
+                }
+                inner.retain(|l, _| !changed.contains(l));
+                for blk in [&l.cond_effects, &l.body, &l.step] {
+                    stride_loops(blk, &inner, constant, found);
+                }
+            }
+            _ => {}
+        }
+        // Whatever a branch, a loop or unmodelled code may change holds no thread index.
+        if !matches!(s, Stmt::Assign { .. }) {
+            let mut changed = std::collections::BTreeSet::new();
+            cudarace_ir::assigned_locals(std::slice::from_ref(s), &mut changed);
+            holds.retain(|l, _| !changed.contains(l));
+        }
+    }
+}
+
+/// `C` when every assignment of `v` in the loop (past its `init`) is `v = v + C` with the same
+/// constant, one of them on the loop's own level, the condition tests `v` and the body indexes
+/// an array by it.
+fn constant_step(
+    l: &cudarace_ir::Loop,
+    v: cudarace_ir::LocalId,
+    constant: &dyn Fn(&Expr) -> Option<i64>,
+) -> Option<i64> {
+    let is_v = |e: &Expr| matches!(strip_casts(e), Expr::Local(x) if *x == v);
+    let step_of = |value: &Expr| match strip_casts(value) {
+        Expr::Binary(BinOp::Add, a, b) if is_v(a) => constant(b),
+        Expr::Binary(BinOp::Add, a, b) if is_v(b) => constant(a),
+        _ => None,
+    };
+    let mut steps: Vec<Option<i64>> = Vec::new();
+    let mut opaque_changes = false;
+    for blk in [&l.cond_effects, &l.body, &l.step] {
+        assigned_values(blk, &mut |x, value| {
+            if x == v {
+                steps.push(step_of(value));
+            }
+        });
+        visit_stmts(blk, &mut |s| {
+            if let Stmt::Opaque(o) = s {
+                opaque_changes |= o.locals.contains(&v);
+            }
+        });
+    }
+    let c = (*steps.first()?)?;
+    if opaque_changes || steps.iter().any(|s| *s != Some(c)) {
+        return None;
+    }
+    // One increment every iteration: at the top level of the body or the step.
+    let top = l.body.iter().chain(&l.step).any(|s| {
+        matches!(s, Stmt::Assign { local, value, .. } if *local == v && step_of(value) == Some(c))
+    });
+    let mentions = |e: &Expr| {
+        let mut found = false;
+        walk_expr(e, &mut |x, _| found |= is_v(x), false);
+        found
+    };
+    let tested = l.cond.as_ref().is_some_and(mentions);
+    let mut indexes = false;
+    visit_accesses(&l.body, &mut |i| indexes |= mentions(i));
+    (top && tested && indexes).then_some(c)
 }

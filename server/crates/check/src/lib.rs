@@ -301,6 +301,25 @@ pub fn plan_kernel_until(
             .map(|d| !matches!(d, launch::DimSpec::Symbolic)),
         &opts.assumptions,
     ));
+    // A block shape the kernel's constant block-stride loops name, when it fits the other
+    // assumptions about the block and its launch bounds (an assumption no witness can keep
+    // would make every race conditional).
+    for (d, c) in
+        assumptions::constant_shape_candidates(kernel, fixed_dims(&launch.block), &opts.assumptions)
+    {
+        let var = format!("blockDim.{}", cudarace_ir::Dim::ALL[d].name());
+        let at_c: BTreeMap<String, i64> = [(var.clone(), c)].into_iter().collect();
+        let fits = u64::try_from(c).is_ok_and(|c| c <= launch.max_threads)
+            && kernel_assumptions.iter().all(|a| {
+                let mut names = std::collections::BTreeSet::new();
+                terms::collect_vars(&a.term, &mut names);
+                !(names.len() == 1 && names.contains(&var))
+                    || witness::eval_bool(&a.term, &at_c) != Some(false)
+            });
+        if fits {
+            kernel_assumptions.push(assumptions::constant_shape_assumption(d, c));
+        }
+    }
     kernel_assumptions.extend(assumptions::launch_assumptions(
         p.block_dims_used,
         p.grid_dims_used,
