@@ -114,6 +114,9 @@ pub(crate) struct ClassDef<'t> {
     /// Constructor definitions (in the class or out of line); those with an empty body are
     /// inlined (their member initializers), the others stay opaque.
     pub constructors: Vec<FuncDef<'t>>,
+    /// The (non-virtual) base classes by bare name, in declaration order; their data members
+    /// and methods are merged in after the walk (see `inherit`).
+    pub bases: Vec<String>,
     /// A constructor template: constructions stay opaque.
     pub template_constructor: bool,
 }
@@ -446,6 +449,7 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
             });
         }
     }
+    inherit(&mut t.classes, &t.texts);
     // Enum constants (in file order; a value may refer to earlier ones and to macros).
     for (e, file) in enum_specs {
         let text = t.texts[file.0 as usize].clone();
@@ -684,6 +688,107 @@ fn record_class<'t>(t: &mut Tables<'t>, name: &str, class: ClassDef<'t>) {
     }
 }
 
+/// Merges each class's base classes in: their data members first (the layout of a derived
+/// object), then its own; their methods where the class declares none of that name. A base
+/// that is not modelled, is defined in another file (member and method nodes are read in the
+/// class's file), has a constructor (construction would have to run it) or shares a member
+/// name leaves the derived class unmodelled, as before. Bases of bases are merged first.
+fn inherit(classes: &mut HashMap<String, Option<ClassDef<'_>>>, texts: &[Arc<str>]) {
+    let mut names: Vec<String> = classes
+        .iter()
+        .filter(|(_, c)| c.as_ref().is_some_and(|c| !c.bases.is_empty()))
+        .map(|(n, _)| n.clone())
+        .collect();
+    names.sort();
+    let mut done: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for name in names {
+        inherit_one(classes, texts, &name, &mut done, 0);
+    }
+}
+
+fn inherit_one(
+    classes: &mut HashMap<String, Option<ClassDef<'_>>>,
+    texts: &[Arc<str>],
+    name: &str,
+    done: &mut std::collections::HashSet<String>,
+    depth: usize,
+) {
+    if !done.insert(name.to_string()) {
+        return;
+    }
+    let Some(Some(class)) = classes.get(name) else {
+        return;
+    };
+    let bases = class.bases.clone();
+    let file = class.file;
+    if bases.is_empty() || class.unmodelled.is_some() {
+        return;
+    }
+    let fail = |classes: &mut HashMap<String, Option<ClassDef<'_>>>, why: &str| {
+        if let Some(Some(c)) = classes.get_mut(name) {
+            c.unmodelled.get_or_insert_with(|| why.to_string());
+        }
+    };
+    if depth > 16 || bases.iter().any(|b| b == name) {
+        return fail(classes, "derived classes are not modelled");
+    }
+    for b in &bases {
+        inherit_one(classes, texts, b, done, depth + 1);
+    }
+    let mut fields = Vec::new();
+    let mut methods: Vec<(String, Vec<MethodDef<'_>>)> = Vec::new();
+    for b in &bases {
+        let base = match classes.get(b) {
+            Some(Some(base)) => base,
+            _ => {
+                return fail(
+                    classes,
+                    "derived classes of a class not defined here are not modelled",
+                )
+            }
+        };
+        if base.unmodelled.is_some() {
+            return fail(
+                classes,
+                "derived classes of an unmodelled class are not modelled",
+            );
+        }
+        if base.file != file {
+            return fail(
+                classes,
+                "derived classes of a class in another file are not modelled",
+            );
+        }
+        if base.has_constructor {
+            return fail(
+                classes,
+                "derived classes of a class with a constructor are not modelled",
+            );
+        }
+        fields.extend(base.fields.iter().cloned());
+        for (m, defs) in &base.methods {
+            methods.push((m.clone(), defs.clone()));
+        }
+    }
+    let Some(Some(class)) = classes.get_mut(name) else {
+        return;
+    };
+    fields.extend(class.fields.iter().cloned());
+    let mut seen = std::collections::HashSet::new();
+    let text = texts.get(file.0 as usize).map(|t| &**t).unwrap_or("");
+    let clash = fields
+        .iter()
+        .any(|f| !seen.insert(node_text(f.name, text).to_string()));
+    class.fields = fields;
+    for (m, defs) in methods {
+        class.methods.entry(m).or_insert(defs);
+    }
+    class.bases.clear();
+    if clash {
+        class.unmodelled = Some("a member inherited twice is not modelled".to_string());
+    }
+}
+
 fn has_token(n: Node, kind: &str) -> bool {
     let mut c = n.walk();
     let found = n.children(&mut c).any(|ch| ch.kind() == kind);
@@ -727,6 +832,7 @@ fn class_def<'t>(spec: Node<'t>, name: &str, file: FileId, text: &str) -> ClassD
         has_constructor: false,
         constructors: Vec::new(),
         template_constructor: false,
+        bases: Vec::new(),
     };
     let unmodelled = |class: &mut ClassDef, why: &str| {
         if class.unmodelled.is_none() {
@@ -736,8 +842,30 @@ fn class_def<'t>(spec: Node<'t>, name: &str, file: FileId, text: &str) -> ClassD
     if spec.has_error() {
         unmodelled(&mut class, "the class has a syntax error");
     }
-    if has_token(spec, "base_class_clause") {
-        unmodelled(&mut class, "derived classes are not modelled");
+    let mut c = spec.walk();
+    let clauses: Vec<Node> = spec
+        .children(&mut c)
+        .filter(|ch| ch.kind() == "base_class_clause")
+        .collect();
+    for clause in clauses {
+        if has_token(clause, "virtual") {
+            unmodelled(&mut class, "virtual base classes are not modelled");
+        }
+        let mut c = clause.walk();
+        for b in clause.named_children(&mut c) {
+            match b.kind() {
+                "access_specifier" | "comment" => {}
+                "type_identifier" | "qualified_identifier" | "template_type" => {
+                    // `ns::Base<T>`: the class template `Base` (modelled with its type
+                    // parameters unknown, like a member's type).
+                    let t = node_text(b, text);
+                    let t = t.split('<').next().unwrap_or(t);
+                    let t = t.rsplit("::").next().unwrap_or(t).trim();
+                    class.bases.push(t.to_string());
+                }
+                _ => unmodelled(&mut class, "derived classes are not modelled"),
+            }
+        }
     }
     // A class template whose parameters are all types (`template <typename T> struct SumOp`)
     // is modelled with its type parameters unknown: a `T` member or value is a value of no

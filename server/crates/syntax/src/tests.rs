@@ -1024,8 +1024,7 @@ __global__ void k() { put(1); put(2); }"#,
 fn unknown_pointer_targets_are_opaque_over_all_arrays() {
     check(
         r#"
-struct Base {};
-struct Args : Base { float *data; };
+struct Args : BaseFromMissingHeader { float *data; };
 __global__ void k(Args args, float **rows) {
   __shared__ float s[4];
   args.data[threadIdx.x] = 1;
@@ -1033,9 +1032,9 @@ __global__ void k(Args args, float **rows) {
 }"#,
         "k",
         "
-        opaque(write through a pointer with an unknown target; arrays=[rows,s]; locals=[])
+        opaque(write through a pointer with an unknown target; arrays=[args,rows,s]; locals=[])
         read#0 rows[1]
-        opaque(write through a pointer with an unknown target; arrays=[rows,s]; locals=[])
+        opaque(write through a pointer with an unknown target; arrays=[args,rows,s]; locals=[])
         ",
     );
 }
@@ -1255,7 +1254,7 @@ __global__ void k(F f, int *a) {
 }"#,
         "k",
         "
-        opaque(call through the variable `f` (lambda or function object); arrays=[a]; locals=[]; may_sync)
+        opaque(call through the variable `f` (lambda or function object); arrays=[f,a]; locals=[]; may_sync)
         ",
     );
 }
@@ -1669,7 +1668,7 @@ fn methods_of_unmodelled_classes_stay_opaque() {
     // A base class, a class template, a constructor: objects are not modelled member by member.
     for (def, decl) in [
         (
-            "struct B {}; struct Acc : B { float *p; __device__ void add(int i) { p[i] += 1; } };",
+            "struct Acc : BaseFromMissingHeader { float *p; __device__ void add(int i) { p[i] += 1; } };",
             "Acc acc;",
         ),
         (

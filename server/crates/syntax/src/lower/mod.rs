@@ -1135,6 +1135,26 @@ impl<'a, 't> Lowerer<'a, 't> {
                     template_index: None,
                     value: None,
                 });
+                if ty == ScalarType::Other
+                    && enum_values.is_none()
+                    && typenames::vector_type(&ty_text).is_none()
+                {
+                    // A value of a type the front end does not model member by member (a
+                    // class from a missing header, a template parameter) may hold pointers:
+                    // the memory they reach is an array of its own, which only unmodelled
+                    // code (a method call on it, a call it is passed to) touches. Without it,
+                    // a kernel whose only memory is reached that way would have no array for
+                    // such code to touch, and would be race-free.
+                    self.new_array(
+                        &name,
+                        MemSpace::Global,
+                        ArrayOrigin::Param(id.0),
+                        ScalarType::Other,
+                        None,
+                        vec![None],
+                        span,
+                    );
+                }
                 if let Some(values) = enum_values {
                     let cond = types::one_of(&Expr::Param(id), values);
                     self.emit(Stmt::Assume { cond, span });

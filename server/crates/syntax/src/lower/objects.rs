@@ -12,9 +12,15 @@
 //! A function object's `operator()` is a method like the others (`op(a, b)` inlines it, see
 //! `cxx/lambdas.rs`).
 //!
+//! A class with non-virtual base classes defined in the same file (without constructors) has
+//! their data members and methods as its own (merged in `collect.rs`).
+//!
 //! What is not modelled stays opaque, as before: virtual methods, member templates, operators,
-//! overloads of the same arity, constructors with statements, destructors, classes with base
-//! classes, class templates, members the front end cannot bind.
+//! overloads of the same arity, constructors with statements, destructors, virtual bases and
+//! bases the file does not define, class templates with non-type parameters, members the front
+//! end cannot bind. A by-value kernel parameter of such a class (or of any type the front end
+//! does not know) gets an array of its own for the memory it may point to, which unmodelled
+//! code touches (so a call on it makes the kernel unknown, never race-free).
 
 use super::*;
 use crate::collect::{ClassDef, FieldKind, MethodDef};
