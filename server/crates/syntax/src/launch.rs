@@ -659,13 +659,11 @@ impl<'t> HostEnv<'_, 't> {
         Some(out)
     }
 
-    /// [`HostEnv::list_texts`] of a call's arguments, with an argument that may have another
+    /// [`HostEnv::list_texts`] of a call's arguments (the items), with an argument that may have another
     /// value each time it is evaluated (`rand()`, `i++`) replaced by a text nothing matches.
-    fn pure_list_texts(&self, list: Node<'t>) -> Vec<String> {
-        let mut c = list.walk();
-        list.named_children(&mut c)
-            .filter(|a| a.kind() != "comment")
-            .map(|a| match pure_expression(a, 0) {
+    fn pure_texts(&self, list: &[Node<'t>]) -> Vec<String> {
+        list.iter()
+            .map(|&a| match pure_expression(a, 0) {
                 true => squash(node_text(a, self.text)),
                 false => "\u{0}".to_string(),
             })
@@ -836,16 +834,21 @@ impl<'t> HostEnv<'_, 't> {
         grid: Option<Node<'t>>,
         block: Option<Node<'t>>,
     ) -> Vec<Option<SiteValue>> {
-        let Some(list) = list else {
-            return vec![];
-        };
+        match list {
+            Some(list) => self.item_values(&items(list), grid, block),
+            None => vec![],
+        }
+    }
+
+    /// [`HostEnv::arg_values`] of the items of a list.
+    fn item_values(
+        &self,
+        nodes: &[Node<'t>],
+        grid: Option<Node<'t>>,
+        block: Option<Node<'t>>,
+    ) -> Vec<Option<SiteValue>> {
         let grid = grid.map(|g| self.dim_texts(g, 0)).unwrap_or_default();
         let block = block.map(|b| self.dim_texts(b, 0)).unwrap_or_default();
-        let mut c = list.walk();
-        let nodes: Vec<Node> = list
-            .named_children(&mut c)
-            .filter(|a| a.kind() != "comment")
-            .collect();
         let mut values: Vec<Option<SiteValue>> = nodes
             .iter()
             .map(|&a| {
@@ -892,13 +895,13 @@ impl<'t> HostEnv<'_, 't> {
     fn size_relations(
         &self,
         size: Option<Node<'t>>,
-        call_args: Option<Node<'t>>,
+        call_args: Option<&[Node<'t>]>,
     ) -> [Option<SiteValue>; 3] {
         let mut out: [Option<SiteValue>; 3] = [None, None, None];
         let (Some(size), Some(list)) = (size, call_args) else {
             return out;
         };
-        let args = self.pure_list_texts(list);
+        let args = self.pure_texts(list);
         // The size is computed at the launch, or where its `dim3` local is declared (its field
         // stores come later): a passed value it names needs to stay the same from there on.
         let since = match size.kind() {
@@ -1424,7 +1427,7 @@ impl<'t> HostEnv<'_, 't> {
     /// the call's arguments: the conjuncts of the condition of an `if` whose `then` branch
     /// holds the launch, the negation of the whole condition of one whose `else` branch does.
     /// A condition (or conjunct) not written exactly in those terms is left out.
-    fn path_conditions(&self, call: Node<'t>, call_args: Option<Node<'t>>) -> Vec<SiteValue> {
+    fn path_conditions(&self, call: Node<'t>, call_args: Option<&[Node<'t>]>) -> Vec<SiteValue> {
         let Some(list) = call_args else {
             return vec![];
         };
@@ -1432,7 +1435,7 @@ impl<'t> HostEnv<'_, 't> {
         if self.func_body.is_none() || self.has_goto() {
             return vec![];
         }
-        let args = self.pure_list_texts(list);
+        let args = self.pure_texts(list);
         let mut out = Vec::new();
         let mut child = call;
         let mut p = call.parent();
@@ -1538,77 +1541,23 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
         let mut stack = vec![tree.root_node()];
         while let Some(n) = stack.pop() {
             if n.kind() == "call_expression" {
-                let mut c = n.walk();
-                let cfg = n
-                    .children(&mut c)
-                    .find(|ch| ch.kind() == "kernel_call_syntax");
-                if let (Some(cfg), Some(f)) = (cfg, n.child_by_field_name("function")) {
-                    let name_node = match f.kind() {
-                        "template_function" => f.child_by_field_name("name"),
-                        "qualified_identifier" => declarator_name(f),
-                        _ => Some(f),
+                if let Some(launch) =
+                    chevron_launch(n, text).or_else(|| launcher_call(tables, n, text))
+                {
+                    let func_body = enclosing_function_body(n);
+                    let facts = functions
+                        .entry(func_body.map(|b| b.id()))
+                        .or_insert_with(|| std::rc::Rc::new(FunctionFacts::of(func_body, text)))
+                        .clone();
+                    let env = HostEnv {
+                        tables,
+                        func_body,
+                        at: n.start_byte(),
+                        text,
+                        facts,
+                        since: Default::default(),
                     };
-                    if let Some(name_node) = name_node {
-                        let func_body = enclosing_function_body(n);
-                        let facts = functions
-                            .entry(func_body.map(|b| b.id()))
-                            .or_insert_with(|| std::rc::Rc::new(FunctionFacts::of(func_body, text)))
-                            .clone();
-                        let env = HostEnv {
-                            tables,
-                            func_body,
-                            at: n.start_byte(),
-                            text,
-                            facts,
-                            since: Default::default(),
-                        };
-                        let mut c2 = cfg.walk();
-                        let args: Vec<Node> = cfg
-                            .named_children(&mut c2)
-                            .filter(|a| a.kind() != "comment")
-                            .collect();
-                        let grid_dim = args.first().and_then(|g| env.dims(*g, 0));
-                        let block_dim = args.get(1).and_then(|b| env.dims(*b, 0));
-                        let grid_values = match (args.first(), grid_dim) {
-                            (Some(g), None) => env.dim_values(*g, 0),
-                            _ => None,
-                        };
-                        let block_values = match (args.get(1), block_dim) {
-                            (Some(b), None) => env.dim_values(*b, 0),
-                            _ => None,
-                        };
-                        out.push(LaunchSite {
-                            kernel: node_text(name_node, text).to_string(),
-                            span: Span::new(file, n.start_byte(), n.end_byte()),
-                            grid_values,
-                            block_values,
-                            grid_dim,
-                            block_dim,
-                            conditions: env.path_conditions(n, n.child_by_field_name("arguments")),
-                            args: env.arg_values(
-                                n.child_by_field_name("arguments"),
-                                args.first().copied(),
-                                args.get(1).copied(),
-                            ),
-                            template_args: env.arg_values(
-                                (f.kind() == "template_function")
-                                    .then(|| f.child_by_field_name("arguments"))
-                                    .flatten(),
-                                args.first().copied(),
-                                args.get(1).copied(),
-                            ),
-                            grid_relations: env.size_relations(
-                                args.first().copied(),
-                                n.child_by_field_name("arguments"),
-                            ),
-                            block_relations: env.size_relations(
-                                args.get(1).copied(),
-                                n.child_by_field_name("arguments"),
-                            ),
-                        });
-                    }
-                } else if let Some(site) = runtime_api_launch(tables, n, file, text) {
-                    out.push(site);
+                    out.push(env.site(n, file, &launch));
                 }
             }
             let mut c = n.walk();
@@ -1621,67 +1570,208 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
     out
 }
 
-/// `cudaLaunchKernel((void *)k, grid, block, args, …)` and `cudaLaunchCooperativeKernel(…)`.
-fn runtime_api_launch<'t>(
-    tables: &Tables<'t>,
-    n: Node<'t>,
-    file: FileId,
-    text: &str,
-) -> Option<LaunchSite> {
+/// What a launch call gives, found in its syntax: the kernel's name (and its template arguments,
+/// `k<256>`), the grid and block size expressions, and the kernel's arguments when they are
+/// passed directly (`None`: not known).
+struct Launch<'t> {
+    name: Node<'t>,
+    template_args: Option<Node<'t>>,
+    grid: Option<Node<'t>>,
+    block: Option<Node<'t>>,
+    args: Option<Vec<Node<'t>>>,
+}
+
+/// `k<<<grid, block, …>>>(args…)`.
+fn chevron_launch<'t>(n: Node<'t>, _text: &str) -> Option<Launch<'t>> {
+    let mut c = n.walk();
+    let cfg = n
+        .children(&mut c)
+        .find(|ch| ch.kind() == "kernel_call_syntax")?;
     let f = n.child_by_field_name("function")?;
-    let fname = node_text(f, text);
-    if !matches!(fname, "cudaLaunchKernel" | "cudaLaunchCooperativeKernel") {
+    let name = match f.kind() {
+        "template_function" => f.child_by_field_name("name"),
+        "qualified_identifier" => declarator_name(f),
+        _ => Some(f),
+    }?;
+    let sizes = items(cfg);
+    Some(Launch {
+        name,
+        template_args: (f.kind() == "template_function")
+            .then(|| f.child_by_field_name("arguments"))
+            .flatten(),
+        grid: sizes.first().copied(),
+        block: sizes.get(1).copied(),
+        args: n.child_by_field_name("arguments").map(items),
+    })
+}
+
+/// A call to a launcher a library file describes (`[[launcher]]`: `cudaLaunchKernel((void *)k,
+/// grid, block, args, smem, stream)`, `hipLaunchKernelGGL(k, grid, block, smem, stream, a, b)`,
+/// `stream->LaunchKernel(k, CudaLaunchConfig(grid, block, 0), a, b)`) that the file does not
+/// define itself. Sizes given by a configuration object are read only when it is built on the
+/// spot by a constructor a `[[launch-config]]` entry describes; the kernel's arguments only when
+/// they are passed directly.
+fn launcher_call<'t>(tables: &Tables<'t>, n: Node<'t>, text: &str) -> Option<Launch<'t>> {
+    use cudarace_library::{KernelArgs, LaunchSizes};
+    let bare = |f: Node<'t>| -> Option<Node<'t>> {
+        match f.kind() {
+            "identifier" | "field_identifier" => Some(f),
+            "template_function" => f.child_by_field_name("name"),
+            "qualified_identifier" => declarator_name(f),
+            "field_expression" => f.child_by_field_name("field"),
+            _ => None,
+        }
+    };
+    let callee = bare(n.child_by_field_name("function")?)?;
+    let callee = node_text(callee, text);
+    let model = tables.library.launcher(callee)?;
+    // A function or macro of the file with the name is the program's own.
+    if tables.funcs.get(callee).is_some_and(|d| !d.is_empty())
+        || tables
+            .macros
+            .get(callee)
+            .is_some_and(|m| m.fallback.is_none())
+    {
         return None;
     }
-    let args_node = n.child_by_field_name("arguments")?;
-    let mut c = args_node.walk();
-    let args: Vec<Node> = args_node
-        .named_children(&mut c)
-        .filter(|a| a.kind() != "comment")
-        .collect();
-    // The kernel: strip casts, parentheses and `&`.
-    let mut k = *args.first()?;
+    let args = items(n.child_by_field_name("arguments")?);
+    let kernel = kernel_operand(tables, *args.get(model.kernel_arg)?, text)?;
+    let (name, template_args) = match kernel.kind() {
+        "identifier" => (kernel, None),
+        "qualified_identifier" => (declarator_name(kernel)?, None),
+        "template_function" => (
+            kernel.child_by_field_name("name")?,
+            kernel.child_by_field_name("arguments"),
+        ),
+        _ => return None,
+    };
+    let (grid, block) = match model.sizes {
+        LaunchSizes::Args { grid, block } => (args.get(grid).copied(), args.get(block).copied()),
+        LaunchSizes::Config { arg } => args
+            .get(arg)
+            .and_then(|c| config_sizes(tables, *c, text))
+            .map_or((None, None), |(g, b)| (Some(g), Some(b))),
+    };
+    let kernel_args = match model.kernel_args {
+        KernelArgs::From(from) => Some(args.get(from..).map(<[_]>::to_vec).unwrap_or_default()),
+        KernelArgs::Array(_) | KernelArgs::Unknown => None,
+    };
+    Some(Launch {
+        name,
+        template_args,
+        grid,
+        block,
+        args: kernel_args,
+    })
+}
+
+/// The kernel a launcher is given: `k`, `k<T>`, through casts (`(void *)k`,
+/// `reinterpret_cast<const void *>(&k)`), parentheses, `&` and a macro that expands to its
+/// argument (`HIP_KERNEL_NAME(k<T>)`).
+fn kernel_operand<'t>(tables: &Tables<'t>, mut k: Node<'t>, text: &str) -> Option<Node<'t>> {
     for _ in 0..8 {
         k = match k.kind() {
             "cast_expression" => k.child_by_field_name("value")?,
             "parenthesized_expression" => k.named_child(0)?,
             "pointer_expression" => k.child_by_field_name("argument")?,
             "call_expression" => {
-                // reinterpret_cast<void *>(k)
-                let a = k.child_by_field_name("arguments")?;
-                a.named_child(0)?
+                let f = k.child_by_field_name("function")?;
+                let list = items(k.child_by_field_name("arguments")?);
+                let [one] = list.as_slice() else {
+                    return None;
+                };
+                let cast = f.kind() == "template_function"
+                    && f.child_by_field_name("name").is_some_and(|n| {
+                        matches!(
+                            node_text(n, text),
+                            "reinterpret_cast" | "static_cast" | "const_cast"
+                        )
+                    });
+                // A macro that gives back its argument.
+                let identity = f.kind() == "identifier"
+                    && tables.macros.get(node_text(f, text)).is_some_and(|m| {
+                        m.expand(Some(&[node_text(*one, text).to_string()]))
+                            .is_some_and(|e| squash(&e) == squash(node_text(*one, text)))
+                    });
+                if !(cast || identity) {
+                    return None;
+                }
+                *one
             }
-            _ => break,
+            _ => return Some(k),
         };
     }
-    let name_node = match k.kind() {
-        "identifier" => k,
-        "template_function" => k.child_by_field_name("name")?,
+    None
+}
+
+/// The grid and block of a launch configuration built on the spot by a constructor the library
+/// describes (`ep::CudaLaunchConfig(grid, block, smem)`, also `Config{grid, block, smem}`).
+fn config_sizes<'t>(tables: &Tables<'t>, c: Node<'t>, text: &str) -> Option<(Node<'t>, Node<'t>)> {
+    let (ty, list) = match c.kind() {
+        "call_expression" => (
+            c.child_by_field_name("function")?,
+            c.child_by_field_name("arguments")?,
+        ),
+        "compound_literal_expression" => (
+            c.child_by_field_name("type")?,
+            c.child_by_field_name("value")?,
+        ),
         _ => return None,
     };
-    let func_body = enclosing_function_body(n);
-    let env = HostEnv {
-        tables,
-        func_body,
-        at: n.start_byte(),
-        text,
-        facts: std::rc::Rc::new(FunctionFacts::of(func_body, text)),
-        since: Default::default(),
+    let ty = match ty.kind() {
+        "qualified_identifier" => declarator_name(ty)?,
+        "template_function" | "template_type" => ty.child_by_field_name("name")?,
+        _ => ty,
     };
-    Some(LaunchSite {
-        kernel: node_text(name_node, text).to_string(),
-        span: Span::new(file, n.start_byte(), n.end_byte()),
-        grid_dim: args.get(1).and_then(|g| env.dims(*g, 0)),
-        block_dim: args.get(2).and_then(|b| env.dims(*b, 0)),
-        // Arguments go through an array of pointers: not followed.
-        args: vec![],
-        template_args: vec![],
-        grid_relations: [None, None, None],
-        block_relations: [None, None, None],
-        grid_values: None,
-        block_values: None,
-        conditions: vec![],
-    })
+    let name = node_text(ty, text);
+    if tables.funcs.get(name).is_some_and(|d| !d.is_empty()) {
+        return None;
+    }
+    let model = tables.library.launch_config(name)?;
+    let args = items(list);
+    Some((*args.get(model.grid_arg)?, *args.get(model.block_arg)?))
+}
+
+/// The items of an argument (or initializer) list, comments left out.
+fn items(list: Node) -> Vec<Node> {
+    let mut c = list.walk();
+    let v = list
+        .named_children(&mut c)
+        .filter(|a| a.kind() != "comment")
+        .collect();
+    v
+}
+
+impl<'t> HostEnv<'_, 't> {
+    /// The launch site of `launch` (the call `n`): its sizes, bound arguments and conditions.
+    fn site(&self, n: Node<'t>, file: FileId, launch: &Launch<'t>) -> LaunchSite {
+        let grid_dim = launch.grid.and_then(|g| self.dims(g, 0));
+        let block_dim = launch.block.and_then(|b| self.dims(b, 0));
+        let grid_values = match (launch.grid, grid_dim) {
+            (Some(g), None) => self.dim_values(g, 0),
+            _ => None,
+        };
+        let block_values = match (launch.block, block_dim) {
+            (Some(b), None) => self.dim_values(b, 0),
+            _ => None,
+        };
+        let args = launch.args.as_deref();
+        LaunchSite {
+            kernel: node_text(launch.name, self.text).to_string(),
+            span: Span::new(file, n.start_byte(), n.end_byte()),
+            grid_values,
+            block_values,
+            grid_dim,
+            block_dim,
+            conditions: self.path_conditions(n, args),
+            args: args
+                .map(|a| self.item_values(a, launch.grid, launch.block))
+                .unwrap_or_default(),
+            template_args: self.arg_values(launch.template_args, launch.grid, launch.block),
+            grid_relations: self.size_relations(launch.grid, args),
+            block_relations: self.size_relations(launch.block, args),
+        }
+    }
 }
 
 /// The values as sizes, if all are positive.
