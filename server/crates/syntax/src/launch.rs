@@ -136,7 +136,12 @@ impl<'t> HostEnv<'_, 't> {
         let (init, decl) = self.local_decl(name, false)?;
         // Changed in the declaration's scope: its value at the launch is not the initial one,
         // except for `dim3` field stores that every run of the launch sees (`field_stores`).
-        for change in self.changes_reaching(name, decl) {
+        // A `const` value is its initializer's, whatever it is passed to.
+        let changes = match self.const_value(decl) {
+            true => vec![],
+            false => self.changes_reaching(name, decl),
+        };
+        for change in changes {
             let field_store = self.declares_dim3(decl)
                 && change
                     .child_by_field_name("left")
@@ -422,6 +427,12 @@ impl<'t> HostEnv<'_, 't> {
             .into_iter()
             .filter(|(is_id, _)| *is_id)
             .all(|(_, name)| {
+                if self
+                    .local_decl(name, false)
+                    .is_some_and(|(_, decl)| self.const_value(decl))
+                {
+                    return true;
+                }
                 self.changes(name).iter().all(|c| match self.since.get() {
                     None => !self.may_precede_launch(*c),
                     Some(since) => !self.may_run_between(since, *c),
@@ -488,6 +499,26 @@ impl<'t> HostEnv<'_, 't> {
     /// Whether the function holds a `goto` (code after the launch may then run before it).
     fn has_goto(&self) -> bool {
         self.facts.has_goto
+    }
+
+    /// Whether the local declared by `decl` (an `init_declarator`) is a `const` or `constexpr`
+    /// value (not a pointer, reference or array, not `mutable`): passing it to a call, even by
+    /// reference, cannot change it, so its value at the launch is its initializer's
+    /// (`constexpr int TPB = 256; int blocks = ceildiv<int>(n, TPB); k<<<blocks, TPB>>>(…)`).
+    fn const_value(&self, decl: Node<'t>) -> bool {
+        if decl.kind() != "init_declarator"
+            || decl
+                .child_by_field_name("declarator")
+                .is_none_or(|d| d.kind() != "identifier")
+        {
+            return false;
+        }
+        let Some(declaration) = decl.parent().filter(|d| d.kind() == "declaration") else {
+            return false;
+        };
+        let quals = crate::collect::qualifiers(declaration, self.text);
+        quals.iter().any(|q| q == "const" || q == "constexpr")
+            && !quals.iter().any(|q| q == "mutable")
     }
 
     /// Whether `decl` (a declaration, or a declarator inside one) has type `dim3`.
@@ -1097,8 +1128,10 @@ impl<'t> HostEnv<'_, 't> {
             _ => f,
         };
         let full = node_text(f, text);
-        // `cuda::ceil_div`: the library names the function, not its namespace.
-        let name = full.rsplit("::").next().unwrap_or(full).trim();
+        // `cuda::ceil_div`, `raft::ceildiv<int>`: the library names the function, not its
+        // namespace or template arguments.
+        let plain = full.split('<').next().unwrap_or(full);
+        let name = plain.rsplit("::").next().unwrap_or(plain).trim();
         if self
             .tables
             .macros
@@ -1187,7 +1220,11 @@ impl<'t> HostEnv<'_, 't> {
             }
             _ => self.value_set(init, depth + 1)?,
         };
-        for change in self.changes_reaching(name, decl) {
+        let changes = match self.const_value(decl) {
+            true => vec![],
+            false => self.changes_reaching(name, decl),
+        };
+        for change in changes {
             let plain = change.kind() == "assignment_expression"
                 && change
                     .child_by_field_name("operator")
