@@ -1392,6 +1392,12 @@ impl<'t> HostEnv<'_, 't> {
                     Some((_, decl)) if self.declares_dim3(decl) => {
                         self.local_dim_values(name, depth + 1)
                     }
+                    None if self
+                        .local_decl(name, false)
+                        .is_some_and(|(_, decl)| self.declares_dim3(decl)) =>
+                    {
+                        self.assigned_dim_values(name, depth + 1)
+                    }
                     _ => scalar(e),
                 }
             }
@@ -1417,6 +1423,55 @@ impl<'t> HostEnv<'_, 't> {
         };
         for (d, v) in self.field_stores(name, decl) {
             out[d] = positive(self.value_set(v, 0)?)?;
+        }
+        Some(out)
+    }
+
+    /// The values each dimension of the `dim3` local `name` may have at the launch when it is
+    /// assigned whole (`dim3 block; if (c) block = dim3(256); else block = dim3(4, 32);`): its
+    /// initial value (unless every path to the launch assigns it) and those of every
+    /// `name = e` that may run before the launch, dimension by dimension. `None` when it is
+    /// changed any other way (a field store among whole assignments, `&name`, passed by
+    /// reference) or a value is not a few constants.
+    fn assigned_dim_values(&self, name: &str, depth: u32) -> Option<[Vec<u64>; 3]> {
+        if depth > 16 || self.has_goto() {
+            return None;
+        }
+        let (init, decl) = self.local_decl(name, false)?;
+        if !self.declares_dim3(decl) {
+            return None;
+        }
+        let mut out: [Vec<u64>; 3] = match self.overwritten_before_launch(name, decl) {
+            true => [vec![], vec![], vec![]],
+            false => match init.kind() {
+                "argument_list" | "initializer_list" => self.list_values(init)?,
+                "declaration" => [vec![1], vec![1], vec![1]],
+                "parameter_list" => self.param_values(init)?,
+                _ => self.dim_values(init, depth + 1)?,
+            },
+        };
+        for change in self.changes_reaching(name, decl) {
+            let plain = change.kind() == "assignment_expression"
+                && change
+                    .child_by_field_name("operator")
+                    .is_some_and(|o| node_text(o, self.text) == "=")
+                && change
+                    .child_by_field_name("left")
+                    .is_some_and(|l| l.kind() == "identifier" && node_text(l, self.text) == name);
+            if !plain {
+                return None;
+            }
+            let v = self.dim_values(change.child_by_field_name("right")?, depth + 1)?;
+            for (o, v) in out.iter_mut().zip(v) {
+                o.extend(v);
+            }
+        }
+        for o in &mut out {
+            o.sort_unstable();
+            o.dedup();
+            if o.is_empty() || o.len() > 16 {
+                return None;
+            }
         }
         Some(out)
     }
