@@ -513,3 +513,22 @@ fn divergence_after_a_loop_blames_the_return_not_a_continue_in_the_loop() {
         assert!(cause.message.contains("return"), "{f:#?}");
     }
 }
+
+#[test]
+fn a_race_needing_a_block_dimension_the_kernel_never_reads_is_conditional() {
+    // The block is (128, 1, 1) or (4, 32, 1) from branches not tied to the launch; the kernel
+    // never reads threadIdx.y.
+    let fs = findings(
+        "launch/dim3_assigned_in_branches_unread_dimension_is_conditional.cu",
+        Verdict::Racy,
+    );
+    assert!(
+        fs.iter().all(|f| f.confidence == Confidence::Conditional),
+        "{fs:#?}"
+    );
+    assert!(
+        fs.iter()
+            .all(|f| f.confidence_reason.contains("blockDim.y == 32")),
+        "{fs:#?}"
+    );
+}

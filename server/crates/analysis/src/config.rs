@@ -265,6 +265,7 @@ struct RawAssumptions {
     single_block_without_launch: Option<bool>,
     leading_dimensions: Option<bool>,
     launch_shape_without_launch: Option<bool>,
+    unread_block_dimensions: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -439,6 +440,9 @@ impl Config {
                 launch_shape_without_launch: a
                     .launch_shape_without_launch
                     .unwrap_or(d.launch_shape_without_launch),
+                unread_block_dimensions: a
+                    .unread_block_dimensions
+                    .unwrap_or(d.unread_block_dimensions),
             };
         }
         if let Some(l) = raw.library {

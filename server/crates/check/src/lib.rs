@@ -301,6 +301,11 @@ pub fn plan_kernel_until(
             .map(|d| !matches!(d, launch::DimSpec::Symbolic)),
         &opts.assumptions,
     ));
+    kernel_assumptions.extend(assumptions::unread_dimension_assumptions(
+        p.block_dims_used,
+        &launch.block,
+        &opts.assumptions,
+    ));
     kernel_assumptions.extend(assumptions::launch_assumptions(
         p.block_dims_used,
         p.grid_dims_used,
