@@ -385,7 +385,8 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
     let dir = tempdir_with_config(
         "[assumptions]\npositive-sizes = false\nnon-negative-indices = false\n\
          shared-in-bounds = false\nsingle-block-without-launch = false\n\
-         leading-dimensions = false\nlaunch-shape-without-launch = false\n",
+         leading-dimensions = false\nlaunch-shape-without-launch = false\n\
+         unread-block-dimensions = false\n",
     );
     let config =
         cudarace_analysis::config::Config::load(&dir.join("cudarace.toml")).expect("valid config");

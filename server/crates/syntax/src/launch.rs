@@ -1737,16 +1737,23 @@ fn launcher_call<'t>(tables: &Tables<'t>, n: Node<'t>, text: &str) -> Option<Lau
         ),
         _ => return None,
     };
-    let (grid, block) = match model.sizes {
-        LaunchSizes::Args { grid, block } => (args.get(grid).copied(), args.get(block).copied()),
+    // With a configuration object, the launcher is known to be the one described only when the
+    // configuration is built by a described constructor: the kernel's arguments are bound only
+    // then (another framework's function of the same name may take other arguments there).
+    let (grid, block, identified) = match model.sizes {
+        LaunchSizes::Args { grid, block } => {
+            (args.get(grid).copied(), args.get(block).copied(), true)
+        }
         LaunchSizes::Config { arg } => args
             .get(arg)
             .and_then(|c| config_sizes(tables, *c, text))
-            .map_or((None, None), |(g, b)| (Some(g), Some(b))),
+            .map_or((None, None, false), |(g, b)| (Some(g), Some(b), true)),
     };
     let kernel_args = match model.kernel_args {
-        KernelArgs::From(from) => Some(args.get(from..).map(<[_]>::to_vec).unwrap_or_default()),
-        KernelArgs::Array(_) | KernelArgs::Unknown => None,
+        KernelArgs::From(from) if identified => {
+            Some(args.get(from..).map(<[_]>::to_vec).unwrap_or_default())
+        }
+        KernelArgs::From(_) | KernelArgs::Array(_) | KernelArgs::Unknown => None,
     };
     Some(Launch {
         name,
