@@ -402,7 +402,8 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
         "[assumptions]\npositive-sizes = false\nnon-negative-indices = false\n\
          shared-in-bounds = false\nsingle-block-without-launch = false\n\
          leading-dimensions = false\nlaunch-shape-without-launch = false\n\
-         constant-block-shape = false\n",
+         constant-block-shape = false\n\
+         unread-block-dimensions = false\n",
     );
     let config =
         cudarace_analysis::config::Config::load(&dir.join("cudarace.toml")).expect("valid config");
@@ -531,4 +532,23 @@ fn divergence_after_a_loop_blames_the_return_not_a_continue_in_the_loop() {
         assert_eq!(line, return_line, "{f:#?}");
         assert!(cause.message.contains("return"), "{f:#?}");
     }
+}
+
+#[test]
+fn a_race_needing_a_block_dimension_the_kernel_never_reads_is_conditional() {
+    // The block is (128, 1, 1) or (4, 32, 1) from branches not tied to the launch; the kernel
+    // never reads threadIdx.y.
+    let fs = findings(
+        "launch/dim3_assigned_in_branches_unread_dimension_is_conditional.cu",
+        Verdict::Racy,
+    );
+    assert!(
+        fs.iter().all(|f| f.confidence == Confidence::Conditional),
+        "{fs:#?}"
+    );
+    assert!(
+        fs.iter()
+            .all(|f| f.confidence_reason.contains("blockDim.y == 32")),
+        "{fs:#?}"
+    );
 }

@@ -266,6 +266,7 @@ struct RawAssumptions {
     leading_dimensions: Option<bool>,
     launch_shape_without_launch: Option<bool>,
     constant_block_shape: Option<bool>,
+    unread_block_dimensions: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -441,6 +442,9 @@ impl Config {
                     .launch_shape_without_launch
                     .unwrap_or(d.launch_shape_without_launch),
                 constant_block_shape: a.constant_block_shape.unwrap_or(d.constant_block_shape),
+                unread_block_dimensions: a
+                    .unread_block_dimensions
+                    .unwrap_or(d.unread_block_dimensions),
             };
         }
         if let Some(l) = raw.library {

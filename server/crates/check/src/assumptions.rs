@@ -65,6 +65,7 @@ pub struct AssumptionSwitches {
     pub leading_dimensions: bool,
     pub launch_shape_without_launch: bool,
     pub constant_block_shape: bool,
+    pub unread_block_dimensions: bool,
 }
 
 impl Default for AssumptionSwitches {
@@ -77,6 +78,7 @@ impl Default for AssumptionSwitches {
             leading_dimensions: true,
             launch_shape_without_launch: true,
             constant_block_shape: true,
+            unread_block_dimensions: true,
         }
     }
 }
@@ -90,6 +92,7 @@ impl AssumptionSwitches {
         leading_dimensions: false,
         launch_shape_without_launch: false,
         constant_block_shape: false,
+        unread_block_dimensions: false,
     };
 }
 
@@ -122,6 +125,8 @@ pub enum Broken {
     SeveralBlocks,
     /// More than one thread in the block.
     SeveralThreads,
+    /// A block dimension the kernel never reads is above 1 (`blockDim.y`).
+    UnreadDimension { dim: String },
 }
 
 impl Broken {
@@ -152,6 +157,13 @@ impl Broken {
             Broken::BlockShape { text } => text.clone(),
             Broken::SeveralBlocks => "launched with more than one block".into(),
             Broken::SeveralThreads => "launched with more than one thread per block".into(),
+            Broken::UnreadDimension { dim } => {
+                let v = model.get(dim).copied().filter(|v| *v > 1);
+                match v {
+                    Some(v) => format!("launched with {dim} == {v}, which the kernel never reads"),
+                    None => format!("launched with {dim} > 1, which the kernel never reads"),
+                }
+            }
         }
     }
 }
@@ -375,6 +387,34 @@ pub fn launch_assumptions(
             term: ones("blockDim"),
             broken: Broken::SeveralThreads,
         });
+    }
+    out
+}
+
+/// A block dimension (y or z) that the kernel never reads (no `threadIdx`, no `blockDim` of it)
+/// is 1 when the launch sites may launch it so but also with more: the sizes come from a local
+/// assigned in branches (`block = dim3(256)` in one, `block = dim3(4, 32)` in the other) that
+/// the front end cannot tie to this launch, and a kernel written without the dimension would
+/// have its rows all do the same work. A race that needs the larger size is conditional.
+pub fn unread_dimension_assumptions(
+    block_used: [bool; 3],
+    block: &[crate::launch::DimSpec; 3],
+    switches: &AssumptionSwitches,
+) -> Vec<Assumption> {
+    if !switches.unread_block_dimensions {
+        return vec![];
+    }
+    let mut out = Vec::new();
+    for d in 1..3 {
+        let name = format!("blockDim.{}", ["x", "y", "z"][d]);
+        if let crate::launch::DimSpec::OneOf(ns) = &block[d] {
+            if !block_used[d] && ns.contains(&1) {
+                out.push(Assumption {
+                    term: eq(Term::Var(name.clone().into()), int(1)),
+                    broken: Broken::UnreadDimension { dim: name },
+                });
+            }
+        }
     }
     out
 }

@@ -181,10 +181,13 @@ pub fn resolve(
     let varies = |picked: &[(DimSpec, Source); 3], d: usize| {
         picked[d].1 == Source::Sites && matches!(picked[d].0, DimSpec::OneOf(_))
     };
-    // The largest size of each dimension (1 for symbolic ones), and where the sizes came from.
+    // The size of each dimension (1 for symbolic ones), and where the sizes came from. A
+    // dimension with several values keeps the bound on the block's threads, so only its
+    // smallest value can make the block over the limits (`dim3(256, 1)` in one branch and
+    // `dim3(4, 32)` in the other is not a block of 256 × 32 threads).
     let sizes = block.clone().map(|s| match s {
         DimSpec::Fixed(n) => n,
-        DimSpec::OneOf(ns) => ns.into_iter().max().unwrap_or(1),
+        DimSpec::OneOf(ns) => ns.into_iter().min().unwrap_or(1),
         DimSpec::Symbolic => 1,
     });
     let mut sources: Vec<Source> = Vec::new();

@@ -301,6 +301,11 @@ pub fn plan_kernel_until(
             .map(|d| !matches!(d, launch::DimSpec::Symbolic)),
         &opts.assumptions,
     ));
+    kernel_assumptions.extend(assumptions::unread_dimension_assumptions(
+        p.block_dims_used,
+        &launch.block,
+        &opts.assumptions,
+    ));
     // A block shape the kernel's constant block-stride loops name, when it fits the other
     // assumptions about the block and its launch bounds (an assumption no witness can keep
     // would make every race conditional).

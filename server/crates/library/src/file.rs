@@ -50,6 +50,8 @@ pub struct LibraryFile {
     pub functions: Vec<FunctionModel>,
     pub macros: Vec<MacroModel>,
     pub collectives: Vec<CollectiveModel>,
+    pub launchers: Vec<LauncherModel>,
+    pub launch_configs: Vec<LaunchConfigModel>,
 }
 
 #[derive(Deserialize)]
@@ -62,6 +64,32 @@ struct RawFile {
     macros: Vec<Spanned<RawMacro>>,
     #[serde(default)]
     collective: Vec<Spanned<RawCollective>>,
+    #[serde(default)]
+    launcher: Vec<Spanned<RawLauncher>>,
+    #[serde(default, rename = "launch-config")]
+    launch_config: Vec<Spanned<RawLaunchConfig>>,
+}
+
+/// `[[launcher]]`: a host function that launches the kernel it is given.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawLauncher {
+    names: Spanned<Vec<Spanned<String>>>,
+    kernel_arg: usize,
+    grid_arg: Option<usize>,
+    block_arg: Option<usize>,
+    config_arg: Option<usize>,
+    args_from: Option<usize>,
+    args_array_arg: Option<usize>,
+}
+
+/// `[[launch-config]]`: a launch configuration's constructor and where it takes the sizes.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawLaunchConfig {
+    names: Spanned<Vec<Spanned<String>>>,
+    grid_arg: usize,
+    block_arg: usize,
 }
 
 /// `[[collective]]`: classes whose objects, built on a shared `TempStorage`, run one
@@ -379,12 +407,16 @@ pub fn parse_file(path: &Path, text: &str) -> Result<LibraryFile, LibraryError> 
         });
     }
     let collectives = collectives_of(raw.collective, &library, &error)?;
+    let (launchers, launch_configs) =
+        launchers_of(raw.launcher, raw.launch_config, &library, &error)?;
     Ok(LibraryFile {
         name: library,
         description: header.description,
         functions,
         macros,
         collectives,
+        launchers,
+        launch_configs,
     })
 }
 
@@ -456,4 +488,129 @@ fn collectives_of(
         }
     }
     Ok(out)
+}
+
+/// The names of an entry, each an identifier and described once in the file.
+fn entry_names(
+    names: Spanned<Vec<Spanned<String>>>,
+    what: &str,
+    seen: &mut HashSet<String>,
+    error: &dyn Fn(Option<Range<usize>>, String) -> LibraryError,
+) -> Result<Vec<String>, LibraryError> {
+    let span = names.span();
+    let names = names.into_inner();
+    if names.is_empty() {
+        return Err(error(Some(span), "`names` is empty".into()));
+    }
+    let mut out = Vec::new();
+    for n in names {
+        let span = n.span();
+        let n = n.into_inner();
+        if !is_identifier(&n) {
+            return Err(error(
+                Some(span),
+                format!("`{n}` is not a {what} name (letters, digits and `_`; no `::`, `->` or template arguments)"),
+            ));
+        }
+        if !seen.insert(n.clone()) {
+            return Err(error(
+                Some(span),
+                format!("{what} `{n}` is described twice in this file"),
+            ));
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
+/// The `[[launcher]]` and `[[launch-config]]` entries, their argument keys checked: the sizes
+/// are `grid-arg` and `block-arg` or a `config-arg`, the kernel's arguments `args-from` or
+/// `args-array-arg` (or neither), and no argument has two roles.
+fn launchers_of(
+    raw: Vec<Spanned<RawLauncher>>,
+    raw_configs: Vec<Spanned<RawLaunchConfig>>,
+    library: &Arc<str>,
+    error: &dyn Fn(Option<Range<usize>>, String) -> LibraryError,
+) -> Result<(Vec<LauncherModel>, Vec<LaunchConfigModel>), LibraryError> {
+    let mut launchers = Vec::new();
+    let mut seen = HashSet::new();
+    for l in raw {
+        let span = l.span();
+        let l = l.into_inner();
+        let sizes = match (l.grid_arg, l.block_arg, l.config_arg) {
+            (Some(grid), Some(block), None) => LaunchSizes::Args { grid, block },
+            (None, None, Some(arg)) => LaunchSizes::Config { arg },
+            _ => {
+                return Err(error(
+                    Some(span),
+                    "a launcher takes `grid-arg` and `block-arg`, or `config-arg` alone".into(),
+                ))
+            }
+        };
+        let kernel_args = match (l.args_from, l.args_array_arg) {
+            (Some(a), None) => KernelArgs::From(a),
+            (None, Some(a)) => KernelArgs::Array(a),
+            (None, None) => KernelArgs::Unknown,
+            (Some(_), Some(_)) => {
+                return Err(error(
+                    Some(span),
+                    "a launcher takes `args-from` or `args-array-arg`, not both".into(),
+                ))
+            }
+        };
+        let mut roles = vec![l.kernel_arg];
+        match sizes {
+            LaunchSizes::Args { grid, block } => roles.extend([grid, block]),
+            LaunchSizes::Config { arg } => roles.push(arg),
+        }
+        if let KernelArgs::Array(a) = kernel_args {
+            roles.push(a);
+        }
+        let distinct: HashSet<usize> = roles.iter().copied().collect();
+        if distinct.len() != roles.len() {
+            return Err(error(
+                Some(span),
+                "a launcher's kernel, size and argument-array arguments are different arguments"
+                    .into(),
+            ));
+        }
+        if let KernelArgs::From(from) = kernel_args {
+            if roles.iter().any(|&r| r >= from) {
+                return Err(error(
+                    Some(span),
+                    "`args-from` comes after the kernel and size arguments".into(),
+                ));
+            }
+        }
+        for name in entry_names(l.names, "launcher", &mut seen, error)? {
+            launchers.push(LauncherModel {
+                name,
+                library: library.clone(),
+                kernel_arg: l.kernel_arg,
+                sizes,
+                kernel_args,
+            });
+        }
+    }
+    let mut configs = Vec::new();
+    let mut seen = HashSet::new();
+    for c in raw_configs {
+        let span = c.span();
+        let c = c.into_inner();
+        if c.grid_arg == c.block_arg {
+            return Err(error(
+                Some(span),
+                "`grid-arg` and `block-arg` are different arguments".into(),
+            ));
+        }
+        for name in entry_names(c.names, "launch configuration", &mut seen, error)? {
+            configs.push(LaunchConfigModel {
+                name,
+                library: library.clone(),
+                grid_arg: c.grid_arg,
+                block_arg: c.block_arg,
+            });
+        }
+    }
+    Ok((launchers, configs))
 }

@@ -143,6 +143,54 @@ pub struct CollectiveModel {
     pub block_dim_args: Option<[usize; 2]>,
 }
 
+/// Where a launcher (a host function that launches the kernel it is given:
+/// `cudaLaunchKernel((void *)k, grid, block, args, smem, stream)`) takes the launch sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchSizes {
+    /// The grid and the block are these arguments (`dim3` or integers).
+    Args { grid: usize, block: usize },
+    /// A launch configuration object is this argument; its sizes are read when it is built on
+    /// the spot by a constructor that a `[[launch-config]]` entry describes
+    /// (`ep::CudaLaunchConfig(grid, block, smem)`), otherwise they are unknown.
+    Config { arg: usize },
+}
+
+/// How a launcher hands the kernel its arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelArgs {
+    /// Passed directly, the kernel's first argument at this launcher argument
+    /// (`hipLaunchKernelGGL(k, grid, block, smem, stream, a, b)`).
+    From(usize),
+    /// Passed as a `void *[]` array of their addresses at this argument (not followed: the
+    /// kernel's parameters stay unbound).
+    Array(usize),
+    /// Not said: the kernel's parameters stay unbound.
+    Unknown,
+}
+
+/// A host function that launches a kernel (`[[launcher]]`): a launch site like `k<<<g, b>>>(…)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LauncherModel {
+    /// The bare name (`LaunchKernel` for `stream->LaunchKernel(…)`, `cudaLaunchKernel`).
+    pub name: String,
+    pub library: Arc<str>,
+    /// The argument that names the kernel.
+    pub kernel_arg: usize,
+    pub sizes: LaunchSizes,
+    pub kernel_args: KernelArgs,
+}
+
+/// A launch configuration's constructor (`[[launch-config]]`): `CudaLaunchConfig(grid, block,
+/// smem)` holds the grid and block sizes at these arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchConfigModel {
+    /// The bare class (or function) name.
+    pub name: String,
+    pub library: Arc<str>,
+    pub grid_arg: usize,
+    pub block_arg: usize,
+}
+
 /// Everything known: the bundled files, then the user's (a later description of a name
 /// replaces an earlier one).
 #[derive(Debug, Clone, Default)]
@@ -150,6 +198,8 @@ pub struct Library {
     functions: HashMap<String, Arc<FunctionModel>>,
     macros: HashMap<String, Arc<MacroModel>>,
     collectives: HashMap<String, Arc<CollectiveModel>>,
+    launchers: HashMap<String, Arc<LauncherModel>>,
+    launch_configs: HashMap<String, Arc<LaunchConfigModel>>,
     /// The names of the loaded files, in load order.
     files: Vec<Arc<str>>,
 }
@@ -179,6 +229,7 @@ pub const BUNDLED: &[(&str, &str)] = &[
     ("curand.toml", include_str!("../data/curand.toml")),
     ("frameworks.toml", include_str!("../data/frameworks.toml")),
     ("cub.toml", include_str!("../data/cub.toml")),
+    ("cuda-launch.toml", include_str!("../data/cuda-launch.toml")),
 ];
 
 impl Library {
@@ -226,6 +277,12 @@ impl Library {
         for c in f.collectives {
             self.collectives.insert(c.class.clone(), Arc::new(c));
         }
+        for l in f.launchers {
+            self.launchers.insert(l.name.clone(), Arc::new(l));
+        }
+        for c in f.launch_configs {
+            self.launch_configs.insert(c.name.clone(), Arc::new(c));
+        }
         self.files.push(f.name);
     }
 
@@ -241,6 +298,16 @@ impl Library {
     /// arguments).
     pub fn collective(&self, class: &str) -> Option<&CollectiveModel> {
         self.collectives.get(class).map(|c| c.as_ref())
+    }
+
+    /// The launcher named `name` (its bare name).
+    pub fn launcher(&self, name: &str) -> Option<&LauncherModel> {
+        self.launchers.get(name).map(|l| l.as_ref())
+    }
+
+    /// The launch configuration constructor named `name` (its bare name).
+    pub fn launch_config(&self, name: &str) -> Option<&LaunchConfigModel> {
+        self.launch_configs.get(name).map(|c| c.as_ref())
     }
 
     pub fn macros(&self) -> impl Iterator<Item = &MacroModel> {

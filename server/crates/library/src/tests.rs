@@ -8,7 +8,10 @@ fn every_bundled_file_reads_and_is_named_for_its_file() {
         assert_eq!(format!("{}.toml", f.name), *file);
         assert!(!f.description.trim().is_empty(), "{file}: no description");
         assert!(
-            !f.functions.is_empty() || !f.macros.is_empty() || !f.collectives.is_empty(),
+            !f.functions.is_empty()
+                || !f.macros.is_empty()
+                || !f.collectives.is_empty()
+                || !f.launchers.is_empty(),
             "{file} describes nothing"
         );
     }
@@ -28,6 +31,12 @@ fn no_name_is_described_by_two_bundled_files() {
                 f.collectives
                     .iter()
                     .map(|c| format!("collective {}", c.class)),
+            )
+            .chain(f.launchers.iter().map(|l| format!("launcher {}", l.name)))
+            .chain(
+                f.launch_configs
+                    .iter()
+                    .map(|c| format!("launch-config {}", c.name)),
             );
         for n in names {
             if let Some(other) = owner.insert(n.clone(), file.to_string()) {
@@ -217,4 +226,67 @@ fn malformed_collectives_are_refused_with_file_and_line() {
 
     let e = err(&format!("{head}scope = \"block\"\n"));
     assert!(e.message.contains("classes"), "{e}");
+}
+
+#[test]
+fn launchers_are_described_with_their_kernel_sizes_and_arguments() {
+    let lib = Library::bundled();
+    let l = lib.launcher("cudaLaunchKernel").expect("cudaLaunchKernel");
+    assert_eq!(l.kernel_arg, 0);
+    assert_eq!(l.sizes, LaunchSizes::Args { grid: 1, block: 2 });
+    assert_eq!(l.kernel_args, KernelArgs::Array(3));
+    let ggl = lib
+        .launcher("hipLaunchKernelGGL")
+        .expect("hipLaunchKernelGGL");
+    assert_eq!(ggl.kernel_args, KernelArgs::From(5));
+    let of = lib.launcher("LaunchKernel").expect("LaunchKernel");
+    assert_eq!(of.sizes, LaunchSizes::Config { arg: 1 });
+    assert_eq!(of.kernel_args, KernelArgs::From(2));
+    let cfg = lib
+        .launch_config("CudaLaunchConfig")
+        .expect("CudaLaunchConfig");
+    assert_eq!((cfg.grid_arg, cfg.block_arg), (0, 1));
+    assert!(lib.launcher("cudaMemcpy").is_none());
+}
+
+#[test]
+fn malformed_launchers_are_refused_with_file_and_line() {
+    let head = "[library]\nname = \"x\"\ndescription = \"d\"\n[[launcher]]\n";
+    // Sizes both ways.
+    let e = err(&format!(
+        "{head}names = [\"L\"]\nkernel-arg = 0\ngrid-arg = 1\nblock-arg = 2\nconfig-arg = 3\n"
+    ));
+    assert_eq!(e.line(), 4, "{e}");
+    assert!(e.message.contains("config-arg"), "{e}");
+    // No sizes.
+    let e = err(&format!("{head}names = [\"L\"]\nkernel-arg = 0\n"));
+    assert!(e.message.contains("grid-arg"), "{e}");
+    // Two roles for one argument.
+    let e = err(&format!(
+        "{head}names = [\"L\"]\nkernel-arg = 1\ngrid-arg = 1\nblock-arg = 2\n"
+    ));
+    assert!(e.message.contains("different arguments"), "{e}");
+    // The kernel's arguments before the sizes.
+    let e = err(&format!(
+        "{head}names = [\"L\"]\nkernel-arg = 0\ngrid-arg = 1\nblock-arg = 2\nargs-from = 2\n"
+    ));
+    assert!(e.message.contains("args-from"), "{e}");
+    let e = err(&format!(
+        "{head}names = [\"L\"]\nkernel-arg = 0\nconfig-arg = 1\nargs-from = 2\nargs-array-arg = 3\n"
+    ));
+    assert!(e.message.contains("not both"), "{e}");
+    let e = err(&format!(
+        "{head}names = [\"s->L\"]\nkernel-arg = 0\nconfig-arg = 1\n"
+    ));
+    assert_eq!(e.line(), 5, "{e}");
+    assert!(e.message.contains("not a launcher name"), "{e}");
+    let e = err(&format!(
+        "{head}names = [\"L\"]\nkernel-arg = 0\nconfig-arg = 1\nthreads-arg = 2\n"
+    ));
+    assert!(e.message.contains("threads-arg"), "{e}");
+    let e = err(
+        "[library]\nname = \"x\"\ndescription = \"d\"\n[[launch-config]]\nnames = [\"C\"]\ngrid-arg = 0\nblock-arg = 0\n",
+    );
+    assert_eq!(e.line(), 4, "{e}");
+    assert!(e.message.contains("different"), "{e}");
 }

@@ -136,7 +136,12 @@ impl<'t> HostEnv<'_, 't> {
         let (init, decl) = self.local_decl(name, false)?;
         // Changed in the declaration's scope: its value at the launch is not the initial one,
         // except for `dim3` field stores that every run of the launch sees (`field_stores`).
-        for change in self.changes_reaching(name, decl) {
+        // A `const` value is its initializer's, whatever it is passed to.
+        let changes = match self.const_value(decl) {
+            true => vec![],
+            false => self.changes_reaching(name, decl),
+        };
+        for change in changes {
             let field_store = self.declares_dim3(decl)
                 && change
                     .child_by_field_name("left")
@@ -422,6 +427,12 @@ impl<'t> HostEnv<'_, 't> {
             .into_iter()
             .filter(|(is_id, _)| *is_id)
             .all(|(_, name)| {
+                if self
+                    .local_decl(name, false)
+                    .is_some_and(|(_, decl)| self.const_value(decl))
+                {
+                    return true;
+                }
                 self.changes(name).iter().all(|c| match self.since.get() {
                     None => !self.may_precede_launch(*c),
                     Some(since) => !self.may_run_between(since, *c),
@@ -488,6 +499,26 @@ impl<'t> HostEnv<'_, 't> {
     /// Whether the function holds a `goto` (code after the launch may then run before it).
     fn has_goto(&self) -> bool {
         self.facts.has_goto
+    }
+
+    /// Whether the local declared by `decl` (an `init_declarator`) is a `const` or `constexpr`
+    /// value (not a pointer, reference or array, not `mutable`): passing it to a call, even by
+    /// reference, cannot change it, so its value at the launch is its initializer's
+    /// (`constexpr int TPB = 256; int blocks = ceildiv<int>(n, TPB); k<<<blocks, TPB>>>(…)`).
+    fn const_value(&self, decl: Node<'t>) -> bool {
+        if decl.kind() != "init_declarator"
+            || decl
+                .child_by_field_name("declarator")
+                .is_none_or(|d| d.kind() != "identifier")
+        {
+            return false;
+        }
+        let Some(declaration) = decl.parent().filter(|d| d.kind() == "declaration") else {
+            return false;
+        };
+        let quals = crate::collect::qualifiers(declaration, self.text);
+        quals.iter().any(|q| q == "const" || q == "constexpr")
+            && !quals.iter().any(|q| q == "mutable")
     }
 
     /// Whether `decl` (a declaration, or a declarator inside one) has type `dim3`.
@@ -659,13 +690,11 @@ impl<'t> HostEnv<'_, 't> {
         Some(out)
     }
 
-    /// [`HostEnv::list_texts`] of a call's arguments, with an argument that may have another
+    /// [`HostEnv::list_texts`] of a call's arguments (the items), with an argument that may have another
     /// value each time it is evaluated (`rand()`, `i++`) replaced by a text nothing matches.
-    fn pure_list_texts(&self, list: Node<'t>) -> Vec<String> {
-        let mut c = list.walk();
-        list.named_children(&mut c)
-            .filter(|a| a.kind() != "comment")
-            .map(|a| match pure_expression(a, 0) {
+    fn pure_texts(&self, list: &[Node<'t>]) -> Vec<String> {
+        list.iter()
+            .map(|&a| match pure_expression(a, 0) {
                 true => squash(node_text(a, self.text)),
                 false => "\u{0}".to_string(),
             })
@@ -836,16 +865,21 @@ impl<'t> HostEnv<'_, 't> {
         grid: Option<Node<'t>>,
         block: Option<Node<'t>>,
     ) -> Vec<Option<SiteValue>> {
-        let Some(list) = list else {
-            return vec![];
-        };
+        match list {
+            Some(list) => self.item_values(&items(list), grid, block),
+            None => vec![],
+        }
+    }
+
+    /// [`HostEnv::arg_values`] of the items of a list.
+    fn item_values(
+        &self,
+        nodes: &[Node<'t>],
+        grid: Option<Node<'t>>,
+        block: Option<Node<'t>>,
+    ) -> Vec<Option<SiteValue>> {
         let grid = grid.map(|g| self.dim_texts(g, 0)).unwrap_or_default();
         let block = block.map(|b| self.dim_texts(b, 0)).unwrap_or_default();
-        let mut c = list.walk();
-        let nodes: Vec<Node> = list
-            .named_children(&mut c)
-            .filter(|a| a.kind() != "comment")
-            .collect();
         let mut values: Vec<Option<SiteValue>> = nodes
             .iter()
             .map(|&a| {
@@ -892,13 +926,13 @@ impl<'t> HostEnv<'_, 't> {
     fn size_relations(
         &self,
         size: Option<Node<'t>>,
-        call_args: Option<Node<'t>>,
+        call_args: Option<&[Node<'t>]>,
     ) -> [Option<SiteValue>; 3] {
         let mut out: [Option<SiteValue>; 3] = [None, None, None];
         let (Some(size), Some(list)) = (size, call_args) else {
             return out;
         };
-        let args = self.pure_list_texts(list);
+        let args = self.pure_texts(list);
         // The size is computed at the launch, or where its `dim3` local is declared (its field
         // stores come later): a passed value it names needs to stay the same from there on.
         let since = match size.kind() {
@@ -1094,8 +1128,10 @@ impl<'t> HostEnv<'_, 't> {
             _ => f,
         };
         let full = node_text(f, text);
-        // `cuda::ceil_div`: the library names the function, not its namespace.
-        let name = full.rsplit("::").next().unwrap_or(full).trim();
+        // `cuda::ceil_div`, `raft::ceildiv<int>`: the library names the function, not its
+        // namespace or template arguments.
+        let plain = full.split('<').next().unwrap_or(full);
+        let name = plain.rsplit("::").next().unwrap_or(plain).trim();
         if self
             .tables
             .macros
@@ -1184,7 +1220,11 @@ impl<'t> HostEnv<'_, 't> {
             }
             _ => self.value_set(init, depth + 1)?,
         };
-        for change in self.changes_reaching(name, decl) {
+        let changes = match self.const_value(decl) {
+            true => vec![],
+            false => self.changes_reaching(name, decl),
+        };
+        for change in changes {
             let plain = change.kind() == "assignment_expression"
                 && change
                     .child_by_field_name("operator")
@@ -1352,6 +1392,12 @@ impl<'t> HostEnv<'_, 't> {
                     Some((_, decl)) if self.declares_dim3(decl) => {
                         self.local_dim_values(name, depth + 1)
                     }
+                    None if self
+                        .local_decl(name, false)
+                        .is_some_and(|(_, decl)| self.declares_dim3(decl)) =>
+                    {
+                        self.assigned_dim_values(name, depth + 1)
+                    }
                     _ => scalar(e),
                 }
             }
@@ -1377,6 +1423,55 @@ impl<'t> HostEnv<'_, 't> {
         };
         for (d, v) in self.field_stores(name, decl) {
             out[d] = positive(self.value_set(v, 0)?)?;
+        }
+        Some(out)
+    }
+
+    /// The values each dimension of the `dim3` local `name` may have at the launch when it is
+    /// assigned whole (`dim3 block; if (c) block = dim3(256); else block = dim3(4, 32);`): its
+    /// initial value (unless every path to the launch assigns it) and those of every
+    /// `name = e` that may run before the launch, dimension by dimension. `None` when it is
+    /// changed any other way (a field store among whole assignments, `&name`, passed by
+    /// reference) or a value is not a few constants.
+    fn assigned_dim_values(&self, name: &str, depth: u32) -> Option<[Vec<u64>; 3]> {
+        if depth > 16 || self.has_goto() {
+            return None;
+        }
+        let (init, decl) = self.local_decl(name, false)?;
+        if !self.declares_dim3(decl) {
+            return None;
+        }
+        let mut out: [Vec<u64>; 3] = match self.overwritten_before_launch(name, decl) {
+            true => [vec![], vec![], vec![]],
+            false => match init.kind() {
+                "argument_list" | "initializer_list" => self.list_values(init)?,
+                "declaration" => [vec![1], vec![1], vec![1]],
+                "parameter_list" => self.param_values(init)?,
+                _ => self.dim_values(init, depth + 1)?,
+            },
+        };
+        for change in self.changes_reaching(name, decl) {
+            let plain = change.kind() == "assignment_expression"
+                && change
+                    .child_by_field_name("operator")
+                    .is_some_and(|o| node_text(o, self.text) == "=")
+                && change
+                    .child_by_field_name("left")
+                    .is_some_and(|l| l.kind() == "identifier" && node_text(l, self.text) == name);
+            if !plain {
+                return None;
+            }
+            let v = self.dim_values(change.child_by_field_name("right")?, depth + 1)?;
+            for (o, v) in out.iter_mut().zip(v) {
+                o.extend(v);
+            }
+        }
+        for o in &mut out {
+            o.sort_unstable();
+            o.dedup();
+            if o.is_empty() || o.len() > 16 {
+                return None;
+            }
         }
         Some(out)
     }
@@ -1424,7 +1519,7 @@ impl<'t> HostEnv<'_, 't> {
     /// the call's arguments: the conjuncts of the condition of an `if` whose `then` branch
     /// holds the launch, the negation of the whole condition of one whose `else` branch does.
     /// A condition (or conjunct) not written exactly in those terms is left out.
-    fn path_conditions(&self, call: Node<'t>, call_args: Option<Node<'t>>) -> Vec<SiteValue> {
+    fn path_conditions(&self, call: Node<'t>, call_args: Option<&[Node<'t>]>) -> Vec<SiteValue> {
         let Some(list) = call_args else {
             return vec![];
         };
@@ -1432,7 +1527,7 @@ impl<'t> HostEnv<'_, 't> {
         if self.func_body.is_none() || self.has_goto() {
             return vec![];
         }
-        let args = self.pure_list_texts(list);
+        let args = self.pure_texts(list);
         let mut out = Vec::new();
         let mut child = call;
         let mut p = call.parent();
@@ -1538,77 +1633,23 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
         let mut stack = vec![tree.root_node()];
         while let Some(n) = stack.pop() {
             if n.kind() == "call_expression" {
-                let mut c = n.walk();
-                let cfg = n
-                    .children(&mut c)
-                    .find(|ch| ch.kind() == "kernel_call_syntax");
-                if let (Some(cfg), Some(f)) = (cfg, n.child_by_field_name("function")) {
-                    let name_node = match f.kind() {
-                        "template_function" => f.child_by_field_name("name"),
-                        "qualified_identifier" => declarator_name(f),
-                        _ => Some(f),
+                if let Some(launch) =
+                    chevron_launch(n, text).or_else(|| launcher_call(tables, n, text))
+                {
+                    let func_body = enclosing_function_body(n);
+                    let facts = functions
+                        .entry(func_body.map(|b| b.id()))
+                        .or_insert_with(|| std::rc::Rc::new(FunctionFacts::of(func_body, text)))
+                        .clone();
+                    let env = HostEnv {
+                        tables,
+                        func_body,
+                        at: n.start_byte(),
+                        text,
+                        facts,
+                        since: Default::default(),
                     };
-                    if let Some(name_node) = name_node {
-                        let func_body = enclosing_function_body(n);
-                        let facts = functions
-                            .entry(func_body.map(|b| b.id()))
-                            .or_insert_with(|| std::rc::Rc::new(FunctionFacts::of(func_body, text)))
-                            .clone();
-                        let env = HostEnv {
-                            tables,
-                            func_body,
-                            at: n.start_byte(),
-                            text,
-                            facts,
-                            since: Default::default(),
-                        };
-                        let mut c2 = cfg.walk();
-                        let args: Vec<Node> = cfg
-                            .named_children(&mut c2)
-                            .filter(|a| a.kind() != "comment")
-                            .collect();
-                        let grid_dim = args.first().and_then(|g| env.dims(*g, 0));
-                        let block_dim = args.get(1).and_then(|b| env.dims(*b, 0));
-                        let grid_values = match (args.first(), grid_dim) {
-                            (Some(g), None) => env.dim_values(*g, 0),
-                            _ => None,
-                        };
-                        let block_values = match (args.get(1), block_dim) {
-                            (Some(b), None) => env.dim_values(*b, 0),
-                            _ => None,
-                        };
-                        out.push(LaunchSite {
-                            kernel: node_text(name_node, text).to_string(),
-                            span: Span::new(file, n.start_byte(), n.end_byte()),
-                            grid_values,
-                            block_values,
-                            grid_dim,
-                            block_dim,
-                            conditions: env.path_conditions(n, n.child_by_field_name("arguments")),
-                            args: env.arg_values(
-                                n.child_by_field_name("arguments"),
-                                args.first().copied(),
-                                args.get(1).copied(),
-                            ),
-                            template_args: env.arg_values(
-                                (f.kind() == "template_function")
-                                    .then(|| f.child_by_field_name("arguments"))
-                                    .flatten(),
-                                args.first().copied(),
-                                args.get(1).copied(),
-                            ),
-                            grid_relations: env.size_relations(
-                                args.first().copied(),
-                                n.child_by_field_name("arguments"),
-                            ),
-                            block_relations: env.size_relations(
-                                args.get(1).copied(),
-                                n.child_by_field_name("arguments"),
-                            ),
-                        });
-                    }
-                } else if let Some(site) = runtime_api_launch(tables, n, file, text) {
-                    out.push(site);
+                    out.push(env.site(n, file, &launch));
                 }
             }
             let mut c = n.walk();
@@ -1621,67 +1662,215 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
     out
 }
 
-/// `cudaLaunchKernel((void *)k, grid, block, args, …)` and `cudaLaunchCooperativeKernel(…)`.
-fn runtime_api_launch<'t>(
-    tables: &Tables<'t>,
-    n: Node<'t>,
-    file: FileId,
-    text: &str,
-) -> Option<LaunchSite> {
+/// What a launch call gives, found in its syntax: the kernel's name (and its template arguments,
+/// `k<256>`), the grid and block size expressions, and the kernel's arguments when they are
+/// passed directly (`None`: not known).
+struct Launch<'t> {
+    name: Node<'t>,
+    template_args: Option<Node<'t>>,
+    grid: Option<Node<'t>>,
+    block: Option<Node<'t>>,
+    args: Option<Vec<Node<'t>>>,
+}
+
+/// `k<<<grid, block, …>>>(args…)`.
+fn chevron_launch<'t>(n: Node<'t>, _text: &str) -> Option<Launch<'t>> {
+    let mut c = n.walk();
+    let cfg = n
+        .children(&mut c)
+        .find(|ch| ch.kind() == "kernel_call_syntax")?;
     let f = n.child_by_field_name("function")?;
-    let fname = node_text(f, text);
-    if !matches!(fname, "cudaLaunchKernel" | "cudaLaunchCooperativeKernel") {
+    let name = match f.kind() {
+        "template_function" => f.child_by_field_name("name"),
+        "qualified_identifier" => declarator_name(f),
+        _ => Some(f),
+    }?;
+    let sizes = items(cfg);
+    Some(Launch {
+        name,
+        template_args: (f.kind() == "template_function")
+            .then(|| f.child_by_field_name("arguments"))
+            .flatten(),
+        grid: sizes.first().copied(),
+        block: sizes.get(1).copied(),
+        args: n.child_by_field_name("arguments").map(items),
+    })
+}
+
+/// A call to a launcher a library file describes (`[[launcher]]`: `cudaLaunchKernel((void *)k,
+/// grid, block, args, smem, stream)`, `hipLaunchKernelGGL(k, grid, block, smem, stream, a, b)`,
+/// `stream->LaunchKernel(k, CudaLaunchConfig(grid, block, 0), a, b)`) that the file does not
+/// define itself. Sizes given by a configuration object are read only when it is built on the
+/// spot by a constructor a `[[launch-config]]` entry describes; the kernel's arguments only when
+/// they are passed directly.
+fn launcher_call<'t>(tables: &Tables<'t>, n: Node<'t>, text: &str) -> Option<Launch<'t>> {
+    use cudarace_library::{KernelArgs, LaunchSizes};
+    let bare = |f: Node<'t>| -> Option<Node<'t>> {
+        match f.kind() {
+            "identifier" | "field_identifier" => Some(f),
+            "template_function" => f.child_by_field_name("name"),
+            "qualified_identifier" => declarator_name(f),
+            "field_expression" => f.child_by_field_name("field"),
+            _ => None,
+        }
+    };
+    let callee = bare(n.child_by_field_name("function")?)?;
+    let callee = node_text(callee, text);
+    let model = tables.library.launcher(callee)?;
+    // A function or macro of the file with the name is the program's own.
+    if tables.funcs.get(callee).is_some_and(|d| !d.is_empty())
+        || tables
+            .macros
+            .get(callee)
+            .is_some_and(|m| m.fallback.is_none())
+    {
         return None;
     }
-    let args_node = n.child_by_field_name("arguments")?;
-    let mut c = args_node.walk();
-    let args: Vec<Node> = args_node
-        .named_children(&mut c)
-        .filter(|a| a.kind() != "comment")
-        .collect();
-    // The kernel: strip casts, parentheses and `&`.
-    let mut k = *args.first()?;
+    let args = items(n.child_by_field_name("arguments")?);
+    let kernel = kernel_operand(tables, *args.get(model.kernel_arg)?, text)?;
+    let (name, template_args) = match kernel.kind() {
+        "identifier" => (kernel, None),
+        "qualified_identifier" => (declarator_name(kernel)?, None),
+        "template_function" => (
+            kernel.child_by_field_name("name")?,
+            kernel.child_by_field_name("arguments"),
+        ),
+        _ => return None,
+    };
+    // With a configuration object, the launcher is known to be the one described only when the
+    // configuration is built by a described constructor: the kernel's arguments are bound only
+    // then (another framework's function of the same name may take other arguments there).
+    let (grid, block, identified) = match model.sizes {
+        LaunchSizes::Args { grid, block } => {
+            (args.get(grid).copied(), args.get(block).copied(), true)
+        }
+        LaunchSizes::Config { arg } => args
+            .get(arg)
+            .and_then(|c| config_sizes(tables, *c, text))
+            .map_or((None, None, false), |(g, b)| (Some(g), Some(b), true)),
+    };
+    let kernel_args = match model.kernel_args {
+        KernelArgs::From(from) if identified => {
+            Some(args.get(from..).map(<[_]>::to_vec).unwrap_or_default())
+        }
+        KernelArgs::From(_) | KernelArgs::Array(_) | KernelArgs::Unknown => None,
+    };
+    Some(Launch {
+        name,
+        template_args,
+        grid,
+        block,
+        args: kernel_args,
+    })
+}
+
+/// The kernel a launcher is given: `k`, `k<T>`, through casts (`(void *)k`,
+/// `reinterpret_cast<const void *>(&k)`), parentheses, `&` and a macro that expands to its
+/// argument (`HIP_KERNEL_NAME(k<T>)`).
+fn kernel_operand<'t>(tables: &Tables<'t>, mut k: Node<'t>, text: &str) -> Option<Node<'t>> {
     for _ in 0..8 {
         k = match k.kind() {
             "cast_expression" => k.child_by_field_name("value")?,
             "parenthesized_expression" => k.named_child(0)?,
             "pointer_expression" => k.child_by_field_name("argument")?,
             "call_expression" => {
-                // reinterpret_cast<void *>(k)
-                let a = k.child_by_field_name("arguments")?;
-                a.named_child(0)?
+                let f = k.child_by_field_name("function")?;
+                let list = items(k.child_by_field_name("arguments")?);
+                let [one] = list.as_slice() else {
+                    return None;
+                };
+                let cast = f.kind() == "template_function"
+                    && f.child_by_field_name("name").is_some_and(|n| {
+                        matches!(
+                            node_text(n, text),
+                            "reinterpret_cast" | "static_cast" | "const_cast"
+                        )
+                    });
+                // A macro that gives back its argument.
+                let identity = f.kind() == "identifier"
+                    && tables.macros.get(node_text(f, text)).is_some_and(|m| {
+                        m.expand(Some(&[node_text(*one, text).to_string()]))
+                            .is_some_and(|e| squash(&e) == squash(node_text(*one, text)))
+                    });
+                if !(cast || identity) {
+                    return None;
+                }
+                *one
             }
-            _ => break,
+            _ => return Some(k),
         };
     }
-    let name_node = match k.kind() {
-        "identifier" => k,
-        "template_function" => k.child_by_field_name("name")?,
+    None
+}
+
+/// The grid and block of a launch configuration built on the spot by a constructor the library
+/// describes (`ep::CudaLaunchConfig(grid, block, smem)`, also `Config{grid, block, smem}`).
+fn config_sizes<'t>(tables: &Tables<'t>, c: Node<'t>, text: &str) -> Option<(Node<'t>, Node<'t>)> {
+    let (ty, list) = match c.kind() {
+        "call_expression" => (
+            c.child_by_field_name("function")?,
+            c.child_by_field_name("arguments")?,
+        ),
+        "compound_literal_expression" => (
+            c.child_by_field_name("type")?,
+            c.child_by_field_name("value")?,
+        ),
         _ => return None,
     };
-    let func_body = enclosing_function_body(n);
-    let env = HostEnv {
-        tables,
-        func_body,
-        at: n.start_byte(),
-        text,
-        facts: std::rc::Rc::new(FunctionFacts::of(func_body, text)),
-        since: Default::default(),
+    let ty = match ty.kind() {
+        "qualified_identifier" => declarator_name(ty)?,
+        "template_function" | "template_type" => ty.child_by_field_name("name")?,
+        _ => ty,
     };
-    Some(LaunchSite {
-        kernel: node_text(name_node, text).to_string(),
-        span: Span::new(file, n.start_byte(), n.end_byte()),
-        grid_dim: args.get(1).and_then(|g| env.dims(*g, 0)),
-        block_dim: args.get(2).and_then(|b| env.dims(*b, 0)),
-        // Arguments go through an array of pointers: not followed.
-        args: vec![],
-        template_args: vec![],
-        grid_relations: [None, None, None],
-        block_relations: [None, None, None],
-        grid_values: None,
-        block_values: None,
-        conditions: vec![],
-    })
+    let name = node_text(ty, text);
+    if tables.funcs.get(name).is_some_and(|d| !d.is_empty()) {
+        return None;
+    }
+    let model = tables.library.launch_config(name)?;
+    let args = items(list);
+    Some((*args.get(model.grid_arg)?, *args.get(model.block_arg)?))
+}
+
+/// The items of an argument (or initializer) list, comments left out.
+fn items(list: Node) -> Vec<Node> {
+    let mut c = list.walk();
+    let v = list
+        .named_children(&mut c)
+        .filter(|a| a.kind() != "comment")
+        .collect();
+    v
+}
+
+impl<'t> HostEnv<'_, 't> {
+    /// The launch site of `launch` (the call `n`): its sizes, bound arguments and conditions.
+    fn site(&self, n: Node<'t>, file: FileId, launch: &Launch<'t>) -> LaunchSite {
+        let grid_dim = launch.grid.and_then(|g| self.dims(g, 0));
+        let block_dim = launch.block.and_then(|b| self.dims(b, 0));
+        let grid_values = match (launch.grid, grid_dim) {
+            (Some(g), None) => self.dim_values(g, 0),
+            _ => None,
+        };
+        let block_values = match (launch.block, block_dim) {
+            (Some(b), None) => self.dim_values(b, 0),
+            _ => None,
+        };
+        let args = launch.args.as_deref();
+        LaunchSite {
+            kernel: node_text(launch.name, self.text).to_string(),
+            span: Span::new(file, n.start_byte(), n.end_byte()),
+            grid_values,
+            block_values,
+            grid_dim,
+            block_dim,
+            conditions: self.path_conditions(n, args),
+            args: args
+                .map(|a| self.item_values(a, launch.grid, launch.block))
+                .unwrap_or_default(),
+            template_args: self.arg_values(launch.template_args, launch.grid, launch.block),
+            grid_relations: self.size_relations(launch.grid, args),
+            block_relations: self.size_relations(launch.block, args),
+        }
+    }
 }
 
 /// The values as sizes, if all are positive.

@@ -1385,6 +1385,57 @@ void host(int *d) {
 }
 
 #[test]
+fn launchers_bind_sizes_and_arguments_only_where_they_read_them() {
+    let f = lower_str(
+        r#"
+__global__ void k(int *a, int n) { a[n] = 1; }
+void host(Stream *s, int *d, hipStream_t st) {
+  s->LaunchKernel(k, ep::CudaLaunchConfig(3, 128, 0), d, 7);
+  s->LaunchKernel(k, make_config(9), d, 7);
+  hipLaunchKernelGGL(HIP_KERNEL_NAME(k), dim3(2), dim3(64), 0, st, d, 5);
+  void *args[] = {&d};
+  cudaLaunchKernel((void *)&k, 4, 32, args, 0, 0);
+}"#,
+    );
+    let sites: Vec<_> = f
+        .launch_sites
+        .iter()
+        .map(|s| {
+            (
+                s.kernel.as_str(),
+                s.grid_dim,
+                s.block_dim,
+                s.args.get(1).cloned().flatten(),
+                s.args.len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sites,
+        vec![
+            (
+                "k",
+                Some([3, 1, 1]),
+                Some([128, 1, 1]),
+                Some(SiteValue::Int(7)),
+                2
+            ),
+            // A configuration of no described constructor: no sizes, no arguments.
+            ("k", None, None, None, 0),
+            (
+                "k",
+                Some([2, 1, 1]),
+                Some([64, 1, 1]),
+                Some(SiteValue::Int(5)),
+                2
+            ),
+            // An argument array: the sizes only.
+            ("k", Some([4, 1, 1]), Some([32, 1, 1]), None, 0),
+        ]
+    );
+}
+
+#[test]
 fn crlf_and_byte_order_mark() {
     let src = "\u{feff}#define N 4\r\n#if N > 2 \\\r\n  && 1\r\n#define M 1\r\n#else\r\n#define M 2\r\n#endif\r\n__global__ void k(int *a) {\r\n  a[N] = M;\r\n}\r\n";
     let f = lower_str(src);
