@@ -1,0 +1,388 @@
+//! Launch sites: `<<<grid, block>>>` and calls of library launchers (`cudaLaunchKernel`, …) in
+//! the file's host code, with the sizes and arguments they give (launch sizes written in
+//! comments are read by [`crate::annotations`]).
+//!
+//! This file finds the sites and builds each [`LaunchSite`]; what the host function does to a
+//! local before the launch is in `host.rs`, the sizes in `sizes.rs`, and the relations between
+//! arguments, sizes and branch conditions in `relations.rs`.
+
+use crate::collect::{declarator_name, function_declarator, Tables};
+use crate::consteval::{eval, eval_text, node_text, ConstEnv};
+use crate::preprocess::MacroTable;
+use cudarace_ir::{BinOp, Dim, FileId, LaunchSite, SiteValue, Span};
+use tree_sitter::{Node, Tree};
+
+struct HostEnv<'a, 't> {
+    tables: &'a Tables<'t>,
+    /// The host function around the launch: local `int`/`dim3` declarations are looked up there.
+    func_body: Option<Node<'t>>,
+    /// Where the launch is: of several declarations of one name (`dim3 block(32, 32)` in each
+    /// branch of an `if`), the one in scope there is used.
+    at: usize,
+    text: &'a str,
+    /// What the host function holds, read once for all its launch sites.
+    facts: std::rc::Rc<FunctionFacts<'t>>,
+    /// While a condition around the launch is read: where it starts (or where the local it
+    /// names was declared). A passed value named in it needs to stay the same from there to
+    /// the launch only (see [`HostEnv::unchanged`]).
+    since: std::cell::Cell<Option<usize>>,
+}
+
+mod host;
+mod relations;
+mod sizes;
+
+use host::FunctionFacts;
+
+/// The block (or `for` statement) a declaration is in; `None` at the top of the function.
+fn scope_of(decl: Node) -> Option<Node> {
+    let mut p = decl.parent();
+    while let Some(b) = p {
+        if matches!(b.kind(), "compound_statement" | "for_statement") {
+            return Some(b);
+        }
+        p = b.parent();
+    }
+    None
+}
+
+fn enclosing_function_body(mut n: Node) -> Option<Node> {
+    while let Some(p) = n.parent() {
+        if p.kind() == "function_definition" {
+            return p.child_by_field_name("body");
+        }
+        n = p;
+    }
+    None
+}
+
+pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSite> {
+    let mut out = Vec::new();
+    for (i, tree) in trees.iter().enumerate() {
+        let file = FileId(i as u32);
+        let text = tables.text(file);
+        let mut functions = std::collections::HashMap::new();
+        let mut stack = vec![tree.root_node()];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "call_expression" {
+                if let Some(launch) =
+                    chevron_launch(n, text).or_else(|| launcher_call(tables, n, text))
+                {
+                    let func_body = enclosing_function_body(n);
+                    let facts = functions
+                        .entry(func_body.map(|b| b.id()))
+                        .or_insert_with(|| std::rc::Rc::new(FunctionFacts::of(func_body, text)))
+                        .clone();
+                    let env = HostEnv {
+                        tables,
+                        func_body,
+                        at: n.start_byte(),
+                        text,
+                        facts,
+                        since: Default::default(),
+                    };
+                    out.push(env.site(n, file, &launch));
+                }
+            }
+            let mut c = n.walk();
+            for ch in n.named_children(&mut c) {
+                stack.push(ch);
+            }
+        }
+    }
+    out.sort_by_key(|s| (s.span.file, s.span.start));
+    out
+}
+
+/// What a launch call gives, found in its syntax: the kernel's name (and its template arguments,
+/// `k<256>`), the grid and block size expressions, and the kernel's arguments when they are
+/// passed directly (`None`: not known).
+struct Launch<'t> {
+    name: Node<'t>,
+    template_args: Option<Node<'t>>,
+    grid: Option<Node<'t>>,
+    block: Option<Node<'t>>,
+    args: Option<Vec<Node<'t>>>,
+}
+
+/// `k<<<grid, block, …>>>(args…)`.
+fn chevron_launch<'t>(n: Node<'t>, _text: &str) -> Option<Launch<'t>> {
+    let mut c = n.walk();
+    let cfg = n
+        .children(&mut c)
+        .find(|ch| ch.kind() == "kernel_call_syntax")?;
+    let f = n.child_by_field_name("function")?;
+    let name = match f.kind() {
+        "template_function" => f.child_by_field_name("name"),
+        "qualified_identifier" => declarator_name(f),
+        _ => Some(f),
+    }?;
+    let sizes = items(cfg);
+    Some(Launch {
+        name,
+        template_args: (f.kind() == "template_function")
+            .then(|| f.child_by_field_name("arguments"))
+            .flatten(),
+        grid: sizes.first().copied(),
+        block: sizes.get(1).copied(),
+        args: n.child_by_field_name("arguments").map(items),
+    })
+}
+
+/// A call to a launcher a library file describes (`[[launcher]]`: `cudaLaunchKernel((void *)k,
+/// grid, block, args, smem, stream)`, `hipLaunchKernelGGL(k, grid, block, smem, stream, a, b)`,
+/// `stream->LaunchKernel(k, CudaLaunchConfig(grid, block, 0), a, b)`) that the file does not
+/// define itself. Sizes given by a configuration object are read only when it is built on the
+/// spot by a constructor a `[[launch-config]]` entry describes; the kernel's arguments only when
+/// they are passed directly.
+fn launcher_call<'t>(tables: &Tables<'t>, n: Node<'t>, text: &str) -> Option<Launch<'t>> {
+    use cudarace_library::{KernelArgs, LaunchSizes};
+    let bare = |f: Node<'t>| -> Option<Node<'t>> {
+        match f.kind() {
+            "identifier" | "field_identifier" => Some(f),
+            "template_function" => f.child_by_field_name("name"),
+            "qualified_identifier" => declarator_name(f),
+            "field_expression" => f.child_by_field_name("field"),
+            _ => None,
+        }
+    };
+    let callee = bare(n.child_by_field_name("function")?)?;
+    let callee = node_text(callee, text);
+    let model = tables.library.launcher(callee)?;
+    // A function or macro of the file with the name is the program's own.
+    if tables.funcs.get(callee).is_some_and(|d| !d.is_empty())
+        || tables
+            .macros
+            .get(callee)
+            .is_some_and(|m| m.fallback.is_none())
+    {
+        return None;
+    }
+    let args = items(n.child_by_field_name("arguments")?);
+    let kernel = kernel_operand(tables, *args.get(model.kernel_arg)?, text)?;
+    let (name, template_args) = match kernel.kind() {
+        "identifier" => (kernel, None),
+        "qualified_identifier" => (declarator_name(kernel)?, None),
+        "template_function" => (
+            kernel.child_by_field_name("name")?,
+            kernel.child_by_field_name("arguments"),
+        ),
+        _ => return None,
+    };
+    // With a configuration object, the launcher is known to be the one described only when the
+    // configuration is built by a described constructor: the kernel's arguments are bound only
+    // then (another framework's function of the same name may take other arguments there).
+    let (grid, block, identified) = match model.sizes {
+        LaunchSizes::Args { grid, block } => {
+            (args.get(grid).copied(), args.get(block).copied(), true)
+        }
+        LaunchSizes::Config { arg } => args
+            .get(arg)
+            .and_then(|c| config_sizes(tables, *c, text))
+            .map_or((None, None, false), |(g, b)| (Some(g), Some(b), true)),
+    };
+    let kernel_args = match model.kernel_args {
+        KernelArgs::From(from) if identified => {
+            Some(args.get(from..).map(<[_]>::to_vec).unwrap_or_default())
+        }
+        KernelArgs::From(_) | KernelArgs::Array(_) | KernelArgs::Unknown => None,
+    };
+    Some(Launch {
+        name,
+        template_args,
+        grid,
+        block,
+        args: kernel_args,
+    })
+}
+
+/// The kernel a launcher is given: `k`, `k<T>`, through casts (`(void *)k`,
+/// `reinterpret_cast<const void *>(&k)`), parentheses, `&` and a macro that expands to its
+/// argument (`HIP_KERNEL_NAME(k<T>)`).
+fn kernel_operand<'t>(tables: &Tables<'t>, mut k: Node<'t>, text: &str) -> Option<Node<'t>> {
+    for _ in 0..8 {
+        k = match k.kind() {
+            "cast_expression" => k.child_by_field_name("value")?,
+            "parenthesized_expression" => k.named_child(0)?,
+            "pointer_expression" => k.child_by_field_name("argument")?,
+            "call_expression" => {
+                let f = k.child_by_field_name("function")?;
+                let list = items(k.child_by_field_name("arguments")?);
+                let [one] = list.as_slice() else {
+                    return None;
+                };
+                let cast = f.kind() == "template_function"
+                    && f.child_by_field_name("name").is_some_and(|n| {
+                        matches!(
+                            node_text(n, text),
+                            "reinterpret_cast" | "static_cast" | "const_cast"
+                        )
+                    });
+                // A macro that gives back its argument.
+                let identity = f.kind() == "identifier"
+                    && tables.macros.get(node_text(f, text)).is_some_and(|m| {
+                        m.expand(Some(&[node_text(*one, text).to_string()]))
+                            .is_some_and(|e| squash(&e) == squash(node_text(*one, text)))
+                    });
+                if !(cast || identity) {
+                    return None;
+                }
+                *one
+            }
+            _ => return Some(k),
+        };
+    }
+    None
+}
+
+/// The grid and block of a launch configuration built on the spot by a constructor the library
+/// describes (`ep::CudaLaunchConfig(grid, block, smem)`, also `Config{grid, block, smem}`).
+fn config_sizes<'t>(tables: &Tables<'t>, c: Node<'t>, text: &str) -> Option<(Node<'t>, Node<'t>)> {
+    let (ty, list) = match c.kind() {
+        "call_expression" => (
+            c.child_by_field_name("function")?,
+            c.child_by_field_name("arguments")?,
+        ),
+        "compound_literal_expression" => (
+            c.child_by_field_name("type")?,
+            c.child_by_field_name("value")?,
+        ),
+        _ => return None,
+    };
+    let ty = match ty.kind() {
+        "qualified_identifier" => declarator_name(ty)?,
+        "template_function" | "template_type" => ty.child_by_field_name("name")?,
+        _ => ty,
+    };
+    let name = node_text(ty, text);
+    if tables.funcs.get(name).is_some_and(|d| !d.is_empty()) {
+        return None;
+    }
+    let model = tables.library.launch_config(name)?;
+    let args = items(list);
+    Some((*args.get(model.grid_arg)?, *args.get(model.block_arg)?))
+}
+
+/// The items of an argument (or initializer) list, comments left out.
+fn items(list: Node) -> Vec<Node> {
+    let mut c = list.walk();
+    let v = list
+        .named_children(&mut c)
+        .filter(|a| a.kind() != "comment")
+        .collect();
+    v
+}
+
+impl<'t> HostEnv<'_, 't> {
+    /// The launch site of `launch` (the call `n`): its sizes, bound arguments and conditions.
+    fn site(&self, n: Node<'t>, file: FileId, launch: &Launch<'t>) -> LaunchSite {
+        let grid_dim = launch.grid.and_then(|g| self.dims(g, 0));
+        let block_dim = launch.block.and_then(|b| self.dims(b, 0));
+        let grid_values = match (launch.grid, grid_dim) {
+            (Some(g), None) => self.dim_values(g, 0),
+            _ => None,
+        };
+        let block_values = match (launch.block, block_dim) {
+            (Some(b), None) => self.dim_values(b, 0),
+            _ => None,
+        };
+        let args = launch.args.as_deref();
+        LaunchSite {
+            kernel: node_text(launch.name, self.text).to_string(),
+            span: Span::new(file, n.start_byte(), n.end_byte()),
+            grid_values,
+            block_values,
+            grid_dim,
+            block_dim,
+            conditions: self.path_conditions(n, args),
+            args: args
+                .map(|a| self.item_values(a, launch.grid, launch.block))
+                .unwrap_or_default(),
+            template_args: self.arg_values(launch.template_args, launch.grid, launch.block),
+            grid_relations: self.size_relations(launch.grid, args),
+            block_relations: self.size_relations(launch.block, args),
+        }
+    }
+}
+
+/// The values as sizes, if all are positive.
+fn positive(vs: Vec<i64>) -> Option<Vec<u64>> {
+    vs.into_iter()
+        .map(|v| (v > 0).then_some(v as u64))
+        .collect()
+}
+
+/// `(a + b - 1) / b`.
+fn ceil_div(a: SiteValue, b: SiteValue) -> SiteValue {
+    let less = match b {
+        // `(n + 63) / 64`.
+        SiteValue::Int(k) => SiteValue::Op(
+            BinOp::Add,
+            Box::new(a),
+            Box::new(SiteValue::Int(k.saturating_sub(1))),
+        ),
+        _ => {
+            let sum = SiteValue::Op(BinOp::Add, Box::new(a), Box::new(b.clone()));
+            SiteValue::Op(BinOp::Sub, Box::new(sum), Box::new(SiteValue::Int(1)))
+        }
+    };
+    SiteValue::Op(BinOp::Div, Box::new(less), Box::new(b))
+}
+
+/// The operands of `a && b && …` (parentheses looked through), or `e` itself.
+fn conjuncts<'t>(e: Node<'t>, text: &str) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut stack = vec![e];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "parenthesized_expression" if n.named_child_count() == 1 => {
+                stack.push(n.named_child(0).unwrap_or(n))
+            }
+            "binary_expression"
+                if n.child_by_field_name("operator")
+                    .is_some_and(|o| matches!(node_text(o, text), "&&" | "and")) =>
+            {
+                stack.extend(n.child_by_field_name("right"));
+                stack.extend(n.child_by_field_name("left"));
+            }
+            _ => out.push(n),
+        }
+    }
+    out
+}
+
+fn squash(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// Whether `e` is built from names, members, constants and arithmetic only: evaluated twice,
+/// it gives the same value.
+fn pure_expression(e: Node, depth: u32) -> bool {
+    if depth > 16 {
+        return false;
+    }
+    match e.kind() {
+        "identifier" | "number_literal" | "field_expression" | "qualified_identifier" => true,
+        "parenthesized_expression" | "binary_expression" | "cast_expression" => {
+            let mut c = e.walk();
+            let ok = e
+                .named_children(&mut c)
+                .filter(|ch| ch.kind() != "type_descriptor")
+                .all(|ch| pure_expression(ch, depth + 1));
+            ok
+        }
+        "unary_expression" => e
+            .child_by_field_name("argument")
+            .is_some_and(|a| pure_expression(a, depth + 1)),
+        _ => false,
+    }
+}
+
+fn mentions_arg(v: &SiteValue) -> bool {
+    match v {
+        SiteValue::Arg(_) => true,
+        SiteValue::Mul(a, b) | SiteValue::Op(_, a, b) => mentions_arg(a) || mentions_arg(b),
+        SiteValue::Select(c, a, b) => mentions_arg(c) || mentions_arg(a) || mentions_arg(b),
+        SiteValue::Int(_) | SiteValue::GridDim(_) | SiteValue::BlockDim(_) => false,
+    }
+}

@@ -1,0 +1,442 @@
+//! Launch sizes from host code: `dim3` locals and their fields, constant and `const` sizes,
+//! the sets of values a size takes on the paths to the launch.
+
+use super::*;
+
+impl<'t> HostEnv<'_, 't> {
+    /// Whether `decl` (a declaration, or a declarator inside one) has type `dim3`.
+    pub(super) fn declares_dim3(&self, decl: Node) -> bool {
+        let mut d = Some(decl);
+        while let Some(n) = d {
+            if n.kind() == "declaration" {
+                return n
+                    .child_by_field_name("type")
+                    .is_some_and(|t| node_text(t, self.text) == "dim3");
+            }
+            d = n.parent();
+        }
+        false
+    }
+
+    /// `v.x = e` (`x`, `y` or `z`) that either runs before the launch on every path to it
+    /// (only blocks and expression statements between it and a block holding the launch) or
+    /// runs after it and
+    /// outside any loop around the launch (it cannot change this launch): the component and
+    /// the stored value, with whether it comes before the launch.
+    pub(super) fn dim3_field_store(&self, n: Node<'t>) -> Option<(usize, Node<'t>, bool)> {
+        if n.kind() != "assignment_expression"
+            || n.child_by_field_name("operator")
+                .map(|o| node_text(o, self.text))
+                != Some("=")
+        {
+            return None;
+        }
+        let target = n.child_by_field_name("left")?;
+        if target.kind() != "field_expression" {
+            return None;
+        }
+        let d = match node_text(target.child_by_field_name("field")?, self.text) {
+            "x" => 0,
+            "y" => 1,
+            "z" => 2,
+            _ => return None,
+        };
+        let value = n.child_by_field_name("right")?;
+        let body = self.func_body?;
+        let mut p = n.parent();
+        if n.start_byte() < self.at {
+            // Straight-line up to the block that also holds the launch: whenever the launch
+            // runs, the store ran before it.
+            while let Some(a) = p {
+                let holds_launch = a.start_byte() <= self.at && self.at < a.end_byte();
+                if a == body || (a.kind() == "compound_statement" && holds_launch) {
+                    return Some((d, value, true));
+                }
+                if !matches!(
+                    a.kind(),
+                    "expression_statement" | "compound_statement" | "parenthesized_expression"
+                ) {
+                    return None;
+                }
+                p = a.parent();
+            }
+            return None;
+        }
+        while let Some(a) = p {
+            if a == body {
+                return Some((d, value, false));
+            }
+            let is_loop = matches!(
+                a.kind(),
+                "for_statement" | "while_statement" | "do_statement" | "for_range_loop"
+            );
+            if is_loop && a.start_byte() <= self.at && self.at < a.end_byte() {
+                return None;
+            }
+            p = a.parent();
+        }
+        None
+    }
+
+    /// The stores `name.x = e` that run before the launch, after `decl` (the declaration in
+    /// scope), in source order: component and value.
+    pub(super) fn field_stores(&self, name: &str, decl: Node<'t>) -> Vec<(usize, Node<'t>)> {
+        if self.func_body.is_none() || self.facts.too_big {
+            return vec![];
+        }
+        let mut out = Vec::new();
+        for &n in &self.facts.change_sites {
+            if n.start_byte() >= self.at {
+                continue;
+            }
+            if n.kind() == "assignment_expression" && n.start_byte() > decl.end_byte() {
+                let base = n
+                    .child_by_field_name("left")
+                    .filter(|t| t.kind() == "field_expression")
+                    .and_then(|t| t.child_by_field_name("argument"));
+                if base.is_some_and(|b| node_text(b, self.text) == name) {
+                    if let Some((d, v, true)) = self.dim3_field_store(n) {
+                        out.push((n.start_byte(), d, v));
+                    }
+                }
+            }
+        }
+        out.sort_by_key(|(at, _, _)| *at);
+        out.into_iter().map(|(_, d, v)| (d, v)).collect()
+    }
+
+    pub(super) fn dims(&self, e: Node<'t>, depth: u32) -> Option<[u64; 3]> {
+        if depth > 16 {
+            return None;
+        }
+        let pos = |v: i64| if v > 0 { Some(v as u64) } else { None };
+        match e.kind() {
+            "call_expression" => {
+                let f = e.child_by_field_name("function")?;
+                if node_text(f, self.text) != "dim3" {
+                    return Some([pos(eval(e, self.text, self, 0)?)?, 1, 1]);
+                }
+                self.dim3_args(e.child_by_field_name("arguments")?)
+            }
+            "identifier" => {
+                if self.tables.macros.contains_key(node_text(e, self.text)) {
+                    let v = eval(e, self.text, self, 0)?;
+                    return Some([pos(v)?, 1, 1]);
+                }
+                let name = node_text(e, self.text);
+                let (init, decl) = match self.local_init(name) {
+                    Some(found) => found,
+                    None => return Some([pos(eval(e, self.text, self, 0)?)?, 1, 1]),
+                };
+                let mut dims = match init.kind() {
+                    "argument_list" | "initializer_list" => self.dim3_args(init),
+                    "parameter_list" => self.dim3_params(init),
+                    "declaration" => Some([1, 1, 1]),
+                    _ => self.dims(init, depth + 1),
+                };
+                if self.declares_dim3(decl) {
+                    for (d, v) in self.field_stores(name, decl) {
+                        let v = eval(v, self.text, self, 0).and_then(pos);
+                        match (&mut dims, v) {
+                            (Some(dims), Some(v)) => dims[d] = v,
+                            (dims, None) => *dims = None,
+                            (None, Some(_)) => {}
+                        }
+                    }
+                }
+                dims
+            }
+            "initializer_list" => self.dim3_args(e),
+            _ => Some([pos(eval(e, self.text, self, 0)?)?, 1, 1]),
+        }
+    }
+
+    /// The "parameters" of a `dim3 b(TILE, ROWS)` misparsed as a function declaration: each is
+    /// a constant expression written where a parameter type would be.
+    pub(super) fn dim3_params(&self, params: Node<'t>) -> Option<[u64; 3]> {
+        let mut c = params.walk();
+        let vals: Vec<Node> = params
+            .named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .collect();
+        if vals.len() > 3 {
+            return None;
+        }
+        let mut out = [1u64; 3];
+        for (i, a) in vals.iter().enumerate() {
+            let v = eval_text(node_text(*a, self.text), self, 0)?;
+            if v <= 0 {
+                return None;
+            }
+            out[i] = v as u64;
+        }
+        Some(out)
+    }
+
+    /// The values the expression `e` may have at the launch when it has a few integer
+    /// constant values: a constant, a local whose initializer and every assignment that may
+    /// reach the launch are such expressions (`threadsY = c ? 8 : 4`), `c ? a : b` (either),
+    /// arithmetic on those. The list may hold values that never happen, never misses one.
+    pub(super) fn value_set(&self, e: Node<'t>, depth: u32) -> Option<Vec<i64>> {
+        const MAX: usize = 16;
+        if depth > 8 {
+            return None;
+        }
+        if let Some(v) = eval(e, self.text, self, 0) {
+            return Some(vec![v]);
+        }
+        let mut out = match e.kind() {
+            "parenthesized_expression" => self.value_set(e.named_child(0)?, depth + 1)?,
+            "conditional_expression" => {
+                let mut a = self.value_set(e.child_by_field_name("consequence")?, depth + 1)?;
+                a.extend(self.value_set(e.child_by_field_name("alternative")?, depth + 1)?);
+                a
+            }
+            "identifier" => self.local_values(node_text(e, self.text), depth + 1)?,
+            "binary_expression" => {
+                let op = node_text(e.child_by_field_name("operator")?, self.text);
+                if !matches!(op, "+" | "-" | "*" | "/" | "%") {
+                    return None;
+                }
+                let a = self.value_set(e.child_by_field_name("left")?, depth + 1)?;
+                let b = self.value_set(e.child_by_field_name("right")?, depth + 1)?;
+                let mut out = Vec::new();
+                for x in &a {
+                    for y in &b {
+                        out.push(crate::consteval::binop(op, *x, *y)?);
+                    }
+                }
+                out
+            }
+            _ => return None,
+        };
+        out.sort_unstable();
+        out.dedup();
+        (!out.is_empty() && out.len() <= MAX).then_some(out)
+    }
+
+    /// The values the integer local `name` may have at the launch: its initializer's and those
+    /// of every `name = e` that may run before the launch ([`HostEnv::value_set`]). `None` when
+    /// it is changed any other way (`+=`, `++`, `&name`, passed by reference), is `static`
+    /// (an assignment after the launch reaches the next call's launch) or not a plain integer.
+    pub(super) fn local_values(&self, name: &str, depth: u32) -> Option<Vec<i64>> {
+        let (init, decl) = self.local_decl(name, true)?;
+        if self.declares_dim3(decl) || !self.plain_integer(decl) {
+            return None;
+        }
+        // An initial value every path to the launch overwrites (`int bx = 0; if (c) bx = 4;
+        // else bx = 8;`) is not one of the values.
+        let overwritten = init.kind() != "declaration"
+            && !self.has_goto()
+            && self.overwritten_before_launch(name, decl);
+        let mut out = match init.kind() {
+            "declaration" => Vec::new(),
+            _ if overwritten => Vec::new(),
+            "argument_list" | "initializer_list" => {
+                let mut c = init.walk();
+                let items: Vec<Node> = init
+                    .named_children(&mut c)
+                    .filter(|a| a.kind() != "comment")
+                    .collect();
+                let [one] = items.as_slice() else {
+                    return None;
+                };
+                self.value_set(*one, depth + 1)?
+            }
+            _ => self.value_set(init, depth + 1)?,
+        };
+        let changes = match self.const_value(decl) {
+            true => vec![],
+            false => self.changes_reaching(name, decl),
+        };
+        for change in changes {
+            let plain = change.kind() == "assignment_expression"
+                && change
+                    .child_by_field_name("operator")
+                    .is_some_and(|o| node_text(o, self.text) == "=")
+                && change
+                    .child_by_field_name("left")
+                    .is_some_and(|l| l.kind() == "identifier" && node_text(l, self.text) == name);
+            if !plain {
+                return None;
+            }
+            out.extend(self.value_set(change.child_by_field_name("right")?, depth + 1)?);
+        }
+        out.sort_unstable();
+        out.dedup();
+        (!out.is_empty()).then_some(out)
+    }
+
+    /// Like [`HostEnv::dims`], but each dimension is the list of values it may have
+    /// ([`HostEnv::value_set`]): `dim3 threads(32, threadsY)` with `threadsY` 4 or 8.
+    pub(super) fn dim_values(&self, e: Node<'t>, depth: u32) -> Option<[Vec<u64>; 3]> {
+        if let Some(d) = self.dims(e, depth) {
+            return Some(d.map(|v| vec![v]));
+        }
+        if depth > 16 {
+            return None;
+        }
+        let scalar = |e: Node<'t>| Some([positive(self.value_set(e, 0)?)?, vec![1], vec![1]]);
+        match e.kind() {
+            "parenthesized_expression" => self.dim_values(e.named_child(0)?, depth + 1),
+            "call_expression" => {
+                let f = e.child_by_field_name("function")?;
+                if node_text(f, self.text) == "dim3" {
+                    self.list_values(e.child_by_field_name("arguments")?)
+                } else {
+                    scalar(e)
+                }
+            }
+            "initializer_list" => self.list_values(e),
+            "identifier" => {
+                let name = node_text(e, self.text);
+                if self.tables.macros.contains_key(name) {
+                    return scalar(e);
+                }
+                match self.local_init(name) {
+                    Some((_, decl)) if self.declares_dim3(decl) => {
+                        self.local_dim_values(name, depth + 1)
+                    }
+                    None if self
+                        .local_decl(name, false)
+                        .is_some_and(|(_, decl)| self.declares_dim3(decl)) =>
+                    {
+                        self.assigned_dim_values(name, depth + 1)
+                    }
+                    _ => scalar(e),
+                }
+            }
+            _ => scalar(e),
+        }
+    }
+
+    /// [`HostEnv::dim_values`] of the `dim3` local `name` (`None` when it is not one, or is
+    /// changed other than by field stores every launch sees).
+    pub(super) fn local_dim_values(&self, name: &str, depth: u32) -> Option<[Vec<u64>; 3]> {
+        if depth > 16 {
+            return None;
+        }
+        let (init, decl) = self.local_init(name)?;
+        if !self.declares_dim3(decl) {
+            return None;
+        }
+        let mut out = match init.kind() {
+            "argument_list" | "initializer_list" => self.list_values(init)?,
+            "declaration" => [vec![1], vec![1], vec![1]],
+            "parameter_list" => self.param_values(init)?,
+            _ => self.dim_values(init, depth + 1)?,
+        };
+        for (d, v) in self.field_stores(name, decl) {
+            out[d] = positive(self.value_set(v, 0)?)?;
+        }
+        Some(out)
+    }
+
+    /// The values each dimension of the `dim3` local `name` may have at the launch when it is
+    /// assigned whole (`dim3 block; if (c) block = dim3(256); else block = dim3(4, 32);`): its
+    /// initial value (unless every path to the launch assigns it) and those of every
+    /// `name = e` that may run before the launch, dimension by dimension. `None` when it is
+    /// changed any other way (a field store among whole assignments, `&name`, passed by
+    /// reference) or a value is not a few constants.
+    pub(super) fn assigned_dim_values(&self, name: &str, depth: u32) -> Option<[Vec<u64>; 3]> {
+        if depth > 16 || self.has_goto() {
+            return None;
+        }
+        let (init, decl) = self.local_decl(name, false)?;
+        if !self.declares_dim3(decl) {
+            return None;
+        }
+        let mut out: [Vec<u64>; 3] = match self.overwritten_before_launch(name, decl) {
+            true => [vec![], vec![], vec![]],
+            false => match init.kind() {
+                "argument_list" | "initializer_list" => self.list_values(init)?,
+                "declaration" => [vec![1], vec![1], vec![1]],
+                "parameter_list" => self.param_values(init)?,
+                _ => self.dim_values(init, depth + 1)?,
+            },
+        };
+        for change in self.changes_reaching(name, decl) {
+            let plain = change.kind() == "assignment_expression"
+                && change
+                    .child_by_field_name("operator")
+                    .is_some_and(|o| node_text(o, self.text) == "=")
+                && change
+                    .child_by_field_name("left")
+                    .is_some_and(|l| l.kind() == "identifier" && node_text(l, self.text) == name);
+            if !plain {
+                return None;
+            }
+            let v = self.dim_values(change.child_by_field_name("right")?, depth + 1)?;
+            for (o, v) in out.iter_mut().zip(v) {
+                o.extend(v);
+            }
+        }
+        for o in &mut out {
+            o.sort_unstable();
+            o.dedup();
+            if o.is_empty() || o.len() > 16 {
+                return None;
+            }
+        }
+        Some(out)
+    }
+
+    /// [`HostEnv::list_values`] for the "parameters" of a `dim3 b(TILE, rows)` misparsed as a
+    /// function declaration (see [`HostEnv::dim3_params`]): constants, or locals' values.
+    pub(super) fn param_values(&self, params: Node<'t>) -> Option<[Vec<u64>; 3]> {
+        self.dim3_items(params, &|a| {
+            let text = node_text(a, self.text).trim();
+            match eval_text(text, self, 0) {
+                Some(v) => Some(vec![v]),
+                None if crate::text::tokens(text).len() == 1 => self.local_values(text, 0),
+                None => None,
+            }
+        })
+    }
+
+    /// The values of each item of a `dim3` constructor's arguments (missing ones are 1).
+    pub(super) fn list_values(&self, args: Node<'t>) -> Option<[Vec<u64>; 3]> {
+        self.dim3_items(args, &|a| self.value_set(a, 0))
+    }
+
+    /// Each of the (at most three) items of `list` through `values`, positive; missing ones 1.
+    pub(super) fn dim3_items(
+        &self,
+        list: Node<'t>,
+        values: &dyn Fn(Node<'t>) -> Option<Vec<i64>>,
+    ) -> Option<[Vec<u64>; 3]> {
+        let mut c = list.walk();
+        let items: Vec<Node> = list
+            .named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .collect();
+        if items.len() > 3 {
+            return None;
+        }
+        let mut out = [vec![1], vec![1], vec![1]];
+        for (i, a) in items.iter().enumerate() {
+            out[i] = positive(values(*a)?)?;
+        }
+        Some(out)
+    }
+
+    pub(super) fn dim3_args(&self, args: Node<'t>) -> Option<[u64; 3]> {
+        let mut c = args.walk();
+        let vals: Vec<Node> = args
+            .named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .collect();
+        if vals.len() > 3 {
+            return None;
+        }
+        let mut out = [1u64; 3];
+        for (i, a) in vals.iter().enumerate() {
+            let v = eval(*a, self.text, self, 0)?;
+            if v <= 0 {
+                return None;
+            }
+            out[i] = v as u64;
+        }
+        Some(out)
+    }
+}
