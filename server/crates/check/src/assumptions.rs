@@ -34,7 +34,10 @@
 //!   dimension may count smaller units than the index (`row * ld / 32 + col`: `ld / 32 >= n`).
 //!   Generalised to layouts `X * S + Y` ([`crate::layout`]): every digit of a mixed-radix index
 //!   (`(j + s2) * d3 + (k + s3)`, flat or in Horner form, steps products of parameters) stays
-//!   inside its step, bounded from the kernel (`s3 + l3 <= d3` for `k < l3`, `s3 >= 0`).
+//!   inside its step, bounded from the kernel (`s3 + l3 <= d3` for `k < l3`, `s3 >= 0`). A
+//!   thread index, also one kept in a local (`int col = threadIdx.y; … row * fc + col`), is
+//!   below its block size there unless a comparison that *guards* tests it (see
+//!   [`guard_operands`]): `if (col < pad) y_pad = pad - col;` only chooses a value.
 //! - `launch-shape-without-launch`: a kernel the file never launches is launched in the shape
 //!   that its race's precondition names, when that precondition ties a shape parameter (a
 //!   stride, step or divisor, not a mere bound) to the launch (`n == blockDim.x`,
@@ -1568,4 +1571,109 @@ pub fn halo_assumptions(
             }
         })
         .collect()
+}
+
+/// The operands (casts stripped) of the order comparisons that *guard* something: in the condition of
+/// an `if` whose branches hold an access, a barrier, a loop, a `return`/`break`/`continue` or
+/// code the checker cannot see; of a loop; of a `?:`; of an assumption; and of an `if` that
+/// only assigns locals when one of them is read in such a condition (a flag, `if (x >= n) ok
+/// = false; … if (ok)`, `bool ok = x < n; if (ok)`). The other comparisons only choose values (`if (col < pad) y_pad = pad
+/// - col;`): they keep nothing from an access, and say nothing of the range of what they test.
+pub(crate) fn guard_operands(kernel: &Kernel) -> Vec<Expr> {
+    fn comparands(e: &Expr, out: &mut Vec<Expr>) {
+        walk_expr(
+            e,
+            &mut |x, _| {
+                if let Expr::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, a, b) = x {
+                    out.push(strip_casts(a).clone());
+                    out.push(strip_casts(b).clone());
+                }
+            },
+            false,
+        );
+    }
+    fn only_assigns(b: &[Stmt]) -> bool {
+        b.iter().all(|s| match s {
+            Stmt::Assign { value, .. } => !has_ite(value),
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => only_assigns(then_branch) && only_assigns(else_branch),
+            _ => false,
+        })
+    }
+    fn has_ite(e: &Expr) -> bool {
+        let mut found = false;
+        walk_expr(e, &mut |x, _| found |= matches!(x, Expr::Ite(..)), false);
+        found
+    }
+    fn reads_local(e: &Expr, locals: &std::collections::BTreeSet<cudarace_ir::LocalId>) -> bool {
+        let mut found = false;
+        walk_expr(
+            e,
+            &mut |x, _| found |= matches!(x, Expr::Local(l) if locals.contains(l)),
+            false,
+        );
+        found
+    }
+    // Conditions that guard, and the `if`s that only choose values (condition, assigned).
+    let mut guards: Vec<Expr> = Vec::new();
+    // Loop conditions guard what they compare, but a value a choice sets and a loop bound reads
+    // (`if (col < pad) loopc = kernel - pad;`) is a trip count, not a flag.
+    let mut loop_guards: Vec<Expr> = Vec::new();
+    let mut choosing: Vec<(Expr, std::collections::BTreeSet<cudarace_ir::LocalId>)> = Vec::new();
+    visit_stmts(&kernel.body, &mut |s| match s {
+        Stmt::If {
+            cond,
+            then_branch,
+            else_branch,
+            ..
+        } => {
+            if only_assigns(then_branch) && only_assigns(else_branch) {
+                let mut assigned = std::collections::BTreeSet::new();
+                cudarace_ir::assigned_locals(std::slice::from_ref(s), &mut assigned);
+                choosing.push((cond.clone(), assigned));
+            } else {
+                guards.push(cond.clone());
+            }
+        }
+        Stmt::Loop(l) => loop_guards.extend(l.cond.clone()),
+        Stmt::Assume { cond, .. } => guards.push(cond.clone()),
+        // A comparison kept in a local (`bool inside = x < n;`): a flag if a guard reads it.
+        Stmt::Assign { local, value, .. } => {
+            let mut tests = Vec::new();
+            comparands(value, &mut tests);
+            if !tests.is_empty() {
+                choosing.push((value.clone(), [*local].into_iter().collect()));
+            }
+        }
+        _ => {}
+    });
+    walk_block(&kernel.body, &mut |e, _| {
+        if let Expr::Ite(c, _, _) = e {
+            guards.push((**c).clone());
+        }
+    });
+    // A flag: assigned by a choosing `if`, read in a guard (also one that is itself a flag's,
+    // up to a fixed point).
+    loop {
+        let before = choosing.len();
+        choosing.retain(|(cond, assigned)| {
+            if guards.iter().any(|g| reads_local(g, assigned)) {
+                guards.push(cond.clone());
+                false
+            } else {
+                true
+            }
+        });
+        if choosing.len() == before {
+            break;
+        }
+    }
+    let mut out = Vec::new();
+    for g in guards.iter().chain(&loop_guards) {
+        comparands(g, &mut out);
+    }
+    out
 }
