@@ -1677,3 +1677,27 @@ pub(crate) fn guard_operands(kernel: &Kernel) -> Vec<Expr> {
     }
     out
 }
+
+#[cfg(test)]
+mod linear_tests {
+    use super::*;
+
+    #[test]
+    fn a_quotient_and_remainder_by_the_same_constant_fold_back() {
+        // 3 * 16 * (t.x / 16) + 3 * (t.x % 16) + 5 is 3 * t.x + 5.
+        let x = Linear::from([("t.x".to_string(), 1)]);
+        let text = linear_text(&x);
+        let l = Linear::from([
+            (format!("div|16|{text}"), 48),
+            (format!("rem|16|{text}"), 3),
+            (String::new(), 5),
+        ]);
+        assert_eq!(
+            fold_divisions(l),
+            Some(Linear::from([("t.x".to_string(), 3), (String::new(), 5)]))
+        );
+        // Not when the quotient's factor is not the divisor times the remainder's.
+        let l = Linear::from([(format!("div|16|{text}"), 8), (format!("rem|16|{text}"), 1)]);
+        assert_eq!(fold_divisions(l.clone()), Some(l));
+    }
+}
