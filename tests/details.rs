@@ -364,6 +364,30 @@ fn conditional_findings_name_their_condition() {
         Some("only if blockDim.x != 64 (the step of a block-stride loop)")
     );
     let fs = findings(
+        "witnesses/block_wider_than_tile_with_halo_thread_is_conditional.cu",
+        Verdict::Racy,
+    );
+    assert_eq!(
+        fs[0].condition.as_deref(),
+        Some("only if blockDim.x > 64 (thread 63 fills the halo of `tile`)")
+    );
+    let fs = findings(
+        "witnesses/thread_column_chosen_padding_of_row_step_is_conditional.cu",
+        Verdict::Racy,
+    );
+    assert_eq!(
+        fs[0].condition.as_deref(),
+        Some("only if blockDim.y > cols")
+    );
+    let fs = findings(
+        "witnesses/block_stride_loop_from_split_thread_index_is_conditional.cu",
+        Verdict::Racy,
+    );
+    assert_eq!(
+        fs[0].condition.as_deref(),
+        Some("only if blockDim.x != 128 (the step of a block-stride loop)")
+    );
+    let fs = findings(
         "witnesses/block_taller_than_tile_filled_in_both_branches_is_conditional.cu",
         Verdict::Racy,
     );
@@ -425,6 +449,10 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
         "witnesses/thread_column_of_row_step_is_conditional.cu",
         "witnesses/block_stride_loop_with_constant_step_is_conditional.cu",
         "witnesses/block_taller_than_tile_filled_in_both_branches_is_conditional.cu",
+        "witnesses/block_wider_than_tile_with_halo_thread_is_conditional.cu",
+        "witnesses/block_taller_than_tile_with_halo_row_is_conditional.cu",
+        "witnesses/block_stride_loop_from_split_thread_index_is_conditional.cu",
+        "witnesses/thread_column_chosen_padding_of_row_step_is_conditional.cu",
     ] {
         let path = fixtures_dir().join(rel);
         let text = std::fs::read_to_string(&path).expect("fixture is readable");

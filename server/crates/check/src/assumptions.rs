@@ -16,7 +16,11 @@
 //!   and a block fits the per-thread slots every thread fills before any may leave
 //!   (`s[threadIdx.x] = …` with `s[32]`: `blockDim.x <= 32`; also `s[ty][tx]` of a 2-D tile
 //!   handed to a helper, whose cells it reads row-major as `s[ty * 8 + tx]`) unless the
-//!   launch fixes it.
+//!   launch fixes it. Also a block no wider than the tile whose halo a guarded last thread
+//!   fills: under `if (threadIdx.x == 31)` a write `k` cells of `threadIdx.x` past a slot that
+//!   another access gives each thread (`s[t]`, and `s[t + 1]` for thread 31) means
+//!   `blockDim.x <= 32` (thread 32 would have the halo cell as its own slot); kept unless it
+//!   contradicts `constant-block-shape`.
 //! - `single-block-without-launch`: a kernel that never reads `blockIdx` or `gridDim` and that
 //!   the file never launches is launched with one block (cross-block races need more); one that
 //!   reads no thread index or block size, with one thread per block.
@@ -30,7 +34,10 @@
 //!   dimension may count smaller units than the index (`row * ld / 32 + col`: `ld / 32 >= n`).
 //!   Generalised to layouts `X * S + Y` ([`crate::layout`]): every digit of a mixed-radix index
 //!   (`(j + s2) * d3 + (k + s3)`, flat or in Horner form, steps products of parameters) stays
-//!   inside its step, bounded from the kernel (`s3 + l3 <= d3` for `k < l3`, `s3 >= 0`).
+//!   inside its step, bounded from the kernel (`s3 + l3 <= d3` for `k < l3`, `s3 >= 0`). A
+//!   thread index, also one kept in a local (`int col = threadIdx.y; … row * fc + col`), is
+//!   below its block size there unless a comparison that *guards* tests it (see
+//!   [`guard_operands`]): `if (col < pad) y_pad = pad - col;` only chooses a value.
 //! - `launch-shape-without-launch`: a kernel the file never launches is launched in the shape
 //!   that its race's precondition names, when that precondition ties a shape parameter (a
 //!   stride, step or divisor, not a mere bound) to the launch (`n == blockDim.x`,
@@ -40,7 +47,9 @@
 //!   [`Precondition::unless_launch`]).
 //! - `constant-block-shape`: a kernel that walks an array by a block-stride loop whose step is a
 //!   constant `C` instead of `blockDim.x` (`for (i = threadIdx.x; i < 1024; i += 64)`) is
-//!   launched with blocks of exactly `C` threads in that dimension (`blockDim.x == 64`): fewer
+//!   launched with blocks of exactly `C` threads in that dimension (`blockDim.x == 64`; the
+//!   counter may start at any value equal to `threadIdx.x` once the locals assigned once are
+//!   inlined and `(t / 16) * 16 + t % 16` is folded into `t`): fewer
 //!   would leave cells to no thread, more would make threads collide. Not when the launch
 //!   fixes the dimension, when the kernel reads that block size other than in
 //!   `blockIdx.x * blockDim.x`, when two loops name different steps, or when `C` contradicts
@@ -1098,8 +1107,16 @@ pub fn constant_shape_candidates(
             .filter(|v| *v > 1),
         _ => None,
     };
+    let once = assigned_once(kernel);
+    let thread_dim = |e: &Expr| thread_index_dim(kernel, &once, e);
     let mut found: Vec<(usize, i64)> = Vec::new();
-    stride_loops(&kernel.body, &BTreeMap::new(), &constant, &mut found);
+    stride_loops(
+        &kernel.body,
+        &BTreeMap::new(),
+        &constant,
+        &thread_dim,
+        &mut found,
+    );
     let mut out = Vec::new();
     for d in 0..3 {
         let steps: Vec<i64> = found
@@ -1128,7 +1145,8 @@ pub fn constant_shape_assumption(d: usize, c: i64) -> Assumption {
 }
 
 /// The block-stride loops of `b` with a constant step: a counter that enters the loop as
-/// `threadIdx.d` (assigned just before it, or in its `init`), whose every assignment in the
+/// `threadIdx.d` (assigned just before it, or in its `init`; `thread_dim` says which values are
+/// a thread index, `row * 16 + col` with `row = t / 16` and `col = t % 16` included), whose every assignment in the
 /// loop adds the same constant `C` (one of them on the loop's own level: every iteration), that
 /// the loop's condition tests and that indexes an array in its body. `entry`: the locals
 /// holding a thread index on entry to `b`.
@@ -1136,17 +1154,17 @@ fn stride_loops(
     b: &[Stmt],
     entry: &BTreeMap<cudarace_ir::LocalId, cudarace_ir::Dim>,
     constant: &dyn Fn(&Expr) -> Option<i64>,
+    thread_dim: &dyn Fn(&Expr) -> Option<cudarace_ir::Dim>,
     found: &mut Vec<(usize, i64)>,
 ) {
-    use cudarace_ir::Builtin;
     let mut holds = entry.clone();
     for s in b {
         match s {
-            Stmt::Assign { local, value, .. } => match strip_casts(value) {
-                Expr::Builtin(Builtin::ThreadIdx(d)) => {
-                    holds.insert(*local, *d);
+            Stmt::Assign { local, value, .. } => match thread_dim(value) {
+                Some(d) => {
+                    holds.insert(*local, d);
                 }
-                _ => {
+                None => {
                     holds.remove(local);
                 }
             },
@@ -1155,18 +1173,18 @@ fn stride_loops(
                 else_branch,
                 ..
             } => {
-                stride_loops(then_branch, &holds, constant, found);
-                stride_loops(else_branch, &holds, constant, found);
+                stride_loops(then_branch, &holds, constant, thread_dim, found);
+                stride_loops(else_branch, &holds, constant, thread_dim, found);
             }
             Stmt::Loop(l) => {
                 let mut at_entry = holds.clone();
                 for s in &l.init {
                     if let Stmt::Assign { local, value, .. } = s {
-                        match strip_casts(value) {
-                            Expr::Builtin(Builtin::ThreadIdx(d)) => {
-                                at_entry.insert(*local, *d);
+                        match thread_dim(value) {
+                            Some(d) => {
+                                at_entry.insert(*local, d);
                             }
-                            _ => {
+                            None => {
                                 at_entry.remove(local);
                             }
                         }
@@ -1186,7 +1204,7 @@ fn stride_loops(
                 }
                 inner.retain(|l, _| !changed.contains(l));
                 for blk in [&l.cond_effects, &l.body, &l.step] {
-                    stride_loops(blk, &inner, constant, found);
+                    stride_loops(blk, &inner, constant, thread_dim, found);
                 }
             }
             _ => {}
@@ -1245,4 +1263,481 @@ fn constant_step(
     let mut indexes = false;
     visit_accesses(&l.body, &mut |i| indexes |= mentions(i));
     (top && tested && indexes).then_some(c)
+}
+
+/// A linear form over thread indices (`t.x`, …) and other values (by their text), with the
+/// constant under the key `""`: what an index is after inlining the locals assigned once.
+type Linear = BTreeMap<String, i64>;
+
+/// The locals of `kernel` assigned exactly once, with their value.
+pub(crate) fn assigned_once(kernel: &Kernel) -> BTreeMap<cudarace_ir::LocalId, Expr> {
+    let mut counts: BTreeMap<cudarace_ir::LocalId, usize> = BTreeMap::new();
+    let mut values: BTreeMap<cudarace_ir::LocalId, Expr> = BTreeMap::new();
+    assigned_values(&kernel.body, &mut |l, v| {
+        *counts.entry(l).or_default() += 1;
+        values.insert(l, v.clone());
+    });
+    let mut opaque = Vec::new();
+    visit_stmts(&kernel.body, &mut |s| {
+        if let Stmt::Opaque(o) = s {
+            opaque.extend(o.locals.iter().copied());
+        }
+    });
+    values.retain(|l, _| counts.get(l) == Some(&1) && !opaque.contains(l));
+    values
+}
+
+/// `e` as a [`Linear`] form, inlining the locals of `once`; `None` past a small depth or for a
+/// product of two varying values (those are compared by their text only as whole atoms).
+fn linear(
+    kernel: &Kernel,
+    once: &BTreeMap<cudarace_ir::LocalId, Expr>,
+    e: &Expr,
+    depth: u32,
+) -> Option<Linear> {
+    use cudarace_ir::Builtin;
+    if depth > 24 {
+        return None;
+    }
+    let atom = |key: String| Some(Linear::from([(key, 1)]));
+    let combine = |a: Linear, b: Linear, k: i64| -> Option<Linear> {
+        let mut r = a;
+        for (key, c) in b {
+            let e = r.entry(key.clone()).or_insert(0);
+            *e = e.checked_add(c.checked_mul(k)?)?;
+            if *e == 0 {
+                r.remove(&key);
+            }
+        }
+        Some(r)
+    };
+    let constant_of = |l: &Linear| match l.len() {
+        0 => Some(0),
+        1 => l.get("").copied(),
+        _ => None,
+    };
+    match e {
+        Expr::Cast(_, a) => linear(kernel, once, a, depth + 1),
+        Expr::Int(c) => Some(if *c == 0 {
+            Linear::new()
+        } else {
+            Linear::from([(String::new(), *c)])
+        }),
+        Expr::Param(p) => match kernel.params.get(p.0 as usize)?.value {
+            Some(v) => linear(kernel, once, &Expr::Int(v), depth + 1),
+            None => atom(format!("{e:?}")),
+        },
+        Expr::Builtin(Builtin::ThreadIdx(d)) => atom(format!("t.{}", d.name())),
+        Expr::Builtin(Builtin::WarpSize) => linear(kernel, once, &Expr::Int(32), depth + 1),
+        Expr::Local(l) => match once.get(l) {
+            Some(v) => linear(kernel, once, v, depth + 1),
+            None => atom(format!("{e:?}")),
+        },
+        Expr::Unary(cudarace_ir::UnOp::Neg, a) => {
+            combine(Linear::new(), linear(kernel, once, a, depth + 1)?, -1)
+        }
+        Expr::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => fold_divisions(combine(
+            linear(kernel, once, a, depth + 1)?,
+            linear(kernel, once, b, depth + 1)?,
+            if *op == BinOp::Add { 1 } else { -1 },
+        )?),
+        Expr::Binary(BinOp::Mul, a, b) => {
+            let (x, y) = (
+                linear(kernel, once, a, depth + 1)?,
+                linear(kernel, once, b, depth + 1)?,
+            );
+            let (k, v) = match (constant_of(&x), constant_of(&y)) {
+                (Some(k), _) => (k, y),
+                (_, Some(k)) => (k, x),
+                _ => return None,
+            };
+            combine(Linear::new(), v, k)
+        }
+        Expr::Binary(op @ (BinOp::Div | BinOp::Rem), a, b) => {
+            // `x / C` and `x % C` by a constant: atoms that name `x` by its linear form, so
+            // that `(x / C) * C + x % C` folds back into `x` (C's truncating division).
+            let c = constant_of(&linear(kernel, once, b, depth + 1)?).filter(|c| *c != 0)?;
+            let x = linear(kernel, once, a, depth + 1)?;
+            let tag = if *op == BinOp::Div { "div" } else { "rem" };
+            atom(format!("{tag}|{c}|{}", linear_text(&x)))
+        }
+        other => {
+            // A value of its own: short texts only (a deep expression is no index worth it).
+            let text = format!("{other:?}");
+            (text.len() <= 400).then_some(())?;
+            atom(text)
+        }
+    }
+}
+
+/// A [`Linear`] form as text, the key of `x` in the atoms `x / C` and `x % C` (parsed back by
+/// [`parse_linear`]).
+fn linear_text(l: &Linear) -> String {
+    l.iter()
+        .map(|(k, c)| format!("{c}*{k}"))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+fn parse_linear(text: &str) -> Option<Linear> {
+    if text.is_empty() {
+        return Some(Linear::new());
+    }
+    // Atoms of nested quotients hold `;` themselves: only flat forms are parsed back.
+    text.split(';')
+        .map(|part| {
+            let (c, k) = part.split_once('*')?;
+            (!k.contains('|')).then_some(())?;
+            Some((k.to_string(), c.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `k * C * (x / C) + k * (x % C)` is `k * x`: the terms of such a pair are replaced by `x`'s.
+fn fold_divisions(mut l: Linear) -> Option<Linear> {
+    let quotients: Vec<(String, i64)> = l
+        .iter()
+        .filter(|(k, _)| k.starts_with("div|"))
+        .map(|(k, c)| (k.clone(), *c))
+        .collect();
+    for (q, qc) in quotients {
+        let mut parts = q.splitn(3, '|');
+        let (_, Some(c), Some(x)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let Ok(c) = c.parse::<i64>() else { continue };
+        let r = format!("rem|{c}|{x}");
+        let Some(&rc) = l.get(&r) else { continue };
+        if rc.checked_mul(c) != Some(qc) {
+            continue;
+        }
+        let Some(x) = parse_linear(x) else { continue };
+        l.remove(&q);
+        l.remove(&r);
+        for (key, v) in x {
+            let e = l.entry(key.clone()).or_insert(0);
+            *e = e.checked_add(v.checked_mul(rc)?)?;
+            if *e == 0 {
+                l.remove(&key);
+            }
+        }
+    }
+    Some(l)
+}
+
+/// The dimension `d` when `e` is `threadIdx.d` once the locals assigned once are inlined and
+/// `(x / C) * C + x % C` is folded into `x`.
+pub(crate) fn thread_index_dim(
+    kernel: &Kernel,
+    once: &BTreeMap<cudarace_ir::LocalId, Expr>,
+    e: &Expr,
+) -> Option<cudarace_ir::Dim> {
+    if let Expr::Builtin(cudarace_ir::Builtin::ThreadIdx(d)) = strip_casts(e) {
+        return Some(*d);
+    }
+    let l = linear(kernel, once, e, 0)?;
+    match l.iter().next() {
+        Some((k, 1)) if l.len() == 1 => {
+            let i = ["t.x", "t.y", "t.z"].iter().position(|t| t == k)?;
+            Some(cudarace_ir::Dim::ALL[i])
+        }
+        _ => None,
+    }
+}
+
+/// `blockDim.d <= C + k` for a kernel whose thread `C` (under `if (threadIdx.d == C)`, `C >=
+/// 1`) writes a cell of a `__shared__` array `k` steps past its own slot along `d`, a slot
+/// that another access of the array gives thread `C + k` (`s[t]` and, under `t == 31`,
+/// `s[t + 1]`): the halo past the tile, loaded by the tile's last thread. The kernel names that
+/// thread as the last one; a block with thread `C + k` would have it in the halo too. Part of
+/// `shared-in-bounds`; not for a dimension the launch fixes. With several such guards on one
+/// dimension, the largest bound.
+pub fn halo_assumptions(
+    kernel: &Kernel,
+    block_fixed: [bool; 3],
+    switches: &AssumptionSwitches,
+) -> Vec<Assumption> {
+    if !switches.shared_in_bounds {
+        return vec![];
+    }
+    let once = assigned_once(kernel);
+    // (array, index forms, write, guards (dimension, C)), per access of a `__shared__` array.
+    type Seen = (u32, Vec<Linear>, bool, Vec<(usize, i64)>);
+    let mut seen: Vec<Seen> = Vec::new();
+    fn guards_of(
+        kernel: &Kernel,
+        once: &BTreeMap<cudarace_ir::LocalId, Expr>,
+        cond: &Expr,
+        out: &mut Vec<(usize, i64)>,
+    ) {
+        match strip_casts(cond) {
+            Expr::Binary(BinOp::And, a, b) => {
+                guards_of(kernel, once, a, out);
+                guards_of(kernel, once, b, out);
+            }
+            Expr::Binary(BinOp::Eq, a, b) => {
+                let (Some(x), Some(y)) = (linear(kernel, once, a, 0), linear(kernel, once, b, 0))
+                else {
+                    return;
+                };
+                for (t, c) in [(&x, &y), (&y, &x)] {
+                    let (1, Some((key, 1))) = (t.len(), t.iter().next()) else {
+                        continue;
+                    };
+                    let Some(d) = ["t.x", "t.y", "t.z"].iter().position(|k| k == key) else {
+                        continue;
+                    };
+                    let value = match c.len() {
+                        0 => 0,
+                        1 => match c.get("") {
+                            Some(v) => *v,
+                            None => continue,
+                        },
+                        _ => continue,
+                    };
+                    out.push((d, value));
+                }
+            }
+            _ => {}
+        }
+    }
+    fn walk(
+        kernel: &Kernel,
+        once: &BTreeMap<cudarace_ir::LocalId, Expr>,
+        b: &[Stmt],
+        guards: &[(usize, i64)],
+        seen: &mut Vec<Seen>,
+    ) {
+        for s in b {
+            match s {
+                Stmt::Access(a) => {
+                    let Some(arr) = kernel.arrays.get(a.array.0 as usize) else {
+                        continue;
+                    };
+                    if !(arr.space == MemSpace::Shared && arr.origin == ArrayOrigin::SharedDecl) {
+                        continue;
+                    }
+                    let forms: Option<Vec<Linear>> =
+                        a.index.iter().map(|i| linear(kernel, once, i, 0)).collect();
+                    if let Some(forms) = forms.filter(|f| !f.is_empty()) {
+                        let write = a.mode == cudarace_ir::AccessMode::Write;
+                        seen.push((a.array.0, forms, write, guards.to_vec()));
+                    }
+                }
+                Stmt::If {
+                    cond,
+                    then_branch,
+                    else_branch,
+                    ..
+                } => {
+                    let mut inner = guards.to_vec();
+                    guards_of(kernel, once, cond, &mut inner);
+                    walk(kernel, once, then_branch, &inner, seen);
+                    walk(kernel, once, else_branch, guards, seen);
+                }
+                Stmt::Loop(l) => {
+                    for blk in [&l.init, &l.cond_effects, &l.body, &l.step] {
+                        walk(kernel, once, blk, guards, seen);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    walk(kernel, &once, &kernel.body, &[], &mut seen);
+    let mut bounds: BTreeMap<usize, (i64, i64, String)> = BTreeMap::new();
+    for (array, p, write, guards) in &seen {
+        if !write {
+            continue;
+        }
+        for &(d, c) in guards {
+            if c < 1 || block_fixed[d] {
+                continue;
+            }
+            let key = ["t.x", "t.y", "t.z"][d];
+            for (q_array, q, _, q_guards) in &seen {
+                if q_array != array || q.len() != p.len() || q_guards.iter().any(|g| g.0 == d) {
+                    continue;
+                }
+                // Equal but in one coordinate, which is `k` steps of `threadIdx.d` further.
+                let mut shift = None;
+                let mut same = true;
+                for (pi, qi) in p.iter().zip(q) {
+                    if pi == qi {
+                        continue;
+                    }
+                    let a = pi.get(key).copied().unwrap_or(0);
+                    let mut diff = pi.clone();
+                    for (k, v) in qi {
+                        let e = diff.entry(k.clone()).or_insert(0);
+                        *e -= v;
+                        if *e == 0 {
+                            diff.remove(k);
+                        }
+                    }
+                    let delta = match (diff.len(), diff.get("")) {
+                        (1, Some(v)) => *v,
+                        _ => 0,
+                    };
+                    if shift.is_some() || a == 0 || qi.get(key) != Some(&a) || delta % a != 0 {
+                        same = false;
+                        break;
+                    }
+                    shift = Some(delta / a);
+                }
+                let Some(k) = shift.filter(|k| *k >= 1 && same) else {
+                    continue;
+                };
+                let Some(bound) = c.checked_add(k) else {
+                    continue;
+                };
+                let name = kernel.arrays[*array as usize].name.clone();
+                let e = bounds.entry(d).or_insert((bound, c, name.clone()));
+                if bound > e.0 {
+                    *e = (bound, c, name);
+                }
+            }
+        }
+    }
+    bounds
+        .into_iter()
+        .map(|(d, (n, c, array))| {
+            let dim = format!("blockDim.{}", cudarace_ir::Dim::ALL[d].name());
+            Assumption {
+                term: le(Term::Var(dim.clone().into()), int(n)),
+                broken: Broken::BlockShape {
+                    text: format!("{dim} > {n} (thread {c} fills the halo of `{array}`)"),
+                },
+            }
+        })
+        .collect()
+}
+
+/// The operands (casts stripped) of the order comparisons that *guard* something: in the condition of
+/// an `if` whose branches hold an access, a barrier, a loop, a `return`/`break`/`continue` or
+/// code the checker cannot see; of a loop; of a `?:`; of an assumption; and of an `if` that
+/// only assigns locals when one of them is read in such a condition (a flag, `if (x >= n) ok
+/// = false; … if (ok)`, `bool ok = x < n; if (ok)`). The other comparisons only choose values (`if (col < pad) y_pad = pad
+/// - col;`): they keep nothing from an access, and say nothing of the range of what they test.
+pub(crate) fn guard_operands(kernel: &Kernel) -> Vec<Expr> {
+    fn comparands(e: &Expr, out: &mut Vec<Expr>) {
+        walk_expr(
+            e,
+            &mut |x, _| {
+                if let Expr::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, a, b) = x {
+                    out.push(strip_casts(a).clone());
+                    out.push(strip_casts(b).clone());
+                }
+            },
+            false,
+        );
+    }
+    fn only_assigns(b: &[Stmt]) -> bool {
+        b.iter().all(|s| match s {
+            Stmt::Assign { value, .. } => !has_ite(value),
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => only_assigns(then_branch) && only_assigns(else_branch),
+            _ => false,
+        })
+    }
+    fn has_ite(e: &Expr) -> bool {
+        let mut found = false;
+        walk_expr(e, &mut |x, _| found |= matches!(x, Expr::Ite(..)), false);
+        found
+    }
+    fn reads_local(e: &Expr, locals: &std::collections::BTreeSet<cudarace_ir::LocalId>) -> bool {
+        let mut found = false;
+        walk_expr(
+            e,
+            &mut |x, _| found |= matches!(x, Expr::Local(l) if locals.contains(l)),
+            false,
+        );
+        found
+    }
+    // Conditions that guard, and the `if`s that only choose values (condition, assigned).
+    let mut guards: Vec<Expr> = Vec::new();
+    // Loop conditions guard what they compare, but a value a choice sets and a loop bound reads
+    // (`if (col < pad) loopc = kernel - pad;`) is a trip count, not a flag.
+    let mut loop_guards: Vec<Expr> = Vec::new();
+    let mut choosing: Vec<(Expr, std::collections::BTreeSet<cudarace_ir::LocalId>)> = Vec::new();
+    visit_stmts(&kernel.body, &mut |s| match s {
+        Stmt::If {
+            cond,
+            then_branch,
+            else_branch,
+            ..
+        } => {
+            if only_assigns(then_branch) && only_assigns(else_branch) {
+                let mut assigned = std::collections::BTreeSet::new();
+                cudarace_ir::assigned_locals(std::slice::from_ref(s), &mut assigned);
+                choosing.push((cond.clone(), assigned));
+            } else {
+                guards.push(cond.clone());
+            }
+        }
+        Stmt::Loop(l) => loop_guards.extend(l.cond.clone()),
+        Stmt::Assume { cond, .. } => guards.push(cond.clone()),
+        // A comparison kept in a local (`bool inside = x < n;`): a flag if a guard reads it.
+        Stmt::Assign { local, value, .. } => {
+            let mut tests = Vec::new();
+            comparands(value, &mut tests);
+            if !tests.is_empty() {
+                choosing.push((value.clone(), [*local].into_iter().collect()));
+            }
+        }
+        _ => {}
+    });
+    walk_block(&kernel.body, &mut |e, _| {
+        if let Expr::Ite(c, _, _) = e {
+            guards.push((**c).clone());
+        }
+    });
+    // A flag: assigned by a choosing `if`, read in a guard (also one that is itself a flag's,
+    // up to a fixed point).
+    loop {
+        let before = choosing.len();
+        choosing.retain(|(cond, assigned)| {
+            if guards.iter().any(|g| reads_local(g, assigned)) {
+                guards.push(cond.clone());
+                false
+            } else {
+                true
+            }
+        });
+        if choosing.len() == before {
+            break;
+        }
+    }
+    let mut out = Vec::new();
+    for g in guards.iter().chain(&loop_guards) {
+        comparands(g, &mut out);
+    }
+    out
+}
+
+#[cfg(test)]
+mod linear_tests {
+    use super::*;
+
+    #[test]
+    fn a_quotient_and_remainder_by_the_same_constant_fold_back() {
+        // 3 * 16 * (t.x / 16) + 3 * (t.x % 16) + 5 is 3 * t.x + 5.
+        let x = Linear::from([("t.x".to_string(), 1)]);
+        let text = linear_text(&x);
+        let l = Linear::from([
+            (format!("div|16|{text}"), 48),
+            (format!("rem|16|{text}"), 3),
+            (String::new(), 5),
+        ]);
+        assert_eq!(
+            fold_divisions(l),
+            Some(Linear::from([("t.x".to_string(), 3), (String::new(), 5)]))
+        );
+        // Not when the quotient's factor is not the divisor times the remainder's.
+        let l = Linear::from([(format!("div|16|{text}"), 8), (format!("rem|16|{text}"), 1)]);
+        assert_eq!(fold_divisions(l.clone()), Some(l));
+    }
 }

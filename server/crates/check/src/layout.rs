@@ -5,7 +5,8 @@
 //! that vary (locals, thread and block indices, remainders). The steps of its varying terms
 //! (`i * (d2 * d3)`, `j * d3`, `k`) must divide one another (a mixed-radix layout, flat or in
 //! Horner form `((i * d2 + j) * d3 + k)`); each level's digit is bounded from the kernel (a
-//! guard or loop bound `j < l2`, `x % n`, an unguarded thread index below its block size, a
+//! guard or loop bound `j < l2`, `x % n`, a thread index (or a local assigned it once) no guard
+//! tests below its block size (a comparison that only chooses a value is no guard), a
 //! parameter offset added) and assumed to stay inside the next step: `j + s2 <= d2 - 1`, in
 //! words `only if l2 + s2 > d2` when broken. An assumption the kernel's own bounds make false
 //! (`for (j = 0; j <= n; j++) a[i * n + j]`: `n + 1 <= n`) is not made: that race is the
@@ -361,6 +362,45 @@ pub fn layout_assumptions(
             comparisons.push((strip_casts(x).clone(), *op, (**y).clone(), left));
         }
     });
+    // What the kernel's guards test (a comparison that only chooses a value guards nothing).
+    let mut guarded: BTreeSet<String> = BTreeSet::new();
+    for x in crate::assumptions::guard_operands(kernel) {
+        match x {
+            Expr::Local(l) => {
+                guarded.insert(local_key(l));
+            }
+            Expr::Builtin(Builtin::ThreadIdx(d)) => {
+                guarded.insert(format!("threadIdx.{}", d.name()));
+            }
+            Expr::Builtin(Builtin::BlockIdx(d)) => {
+                guarded.insert(format!("blockIdx.{}", d.name()));
+            }
+            _ => {}
+        }
+    }
+    // Locals holding a thread (block) index, assigned once: compared ones stay atoms of their
+    // own, and keep the index's launch bound unless a guard tests them.
+    let index_locals: Vec<(LocalId, String, String, usize, bool)> = values
+        .iter()
+        .filter(|(l, _)| counts.get(l) == Some(&1))
+        .filter_map(|(l, v)| match strip_casts(v) {
+            Expr::Builtin(Builtin::ThreadIdx(d)) => Some((
+                *l,
+                format!("threadIdx.{}", d.name()),
+                format!("blockDim.{}", d.name()),
+                d.index(),
+                true,
+            )),
+            Expr::Builtin(Builtin::BlockIdx(d)) => Some((
+                *l,
+                format!("blockIdx.{}", d.name()),
+                format!("gridDim.{}", d.name()),
+                d.index(),
+                false,
+            )),
+            _ => None,
+        })
+        .collect();
     let once: BTreeMap<LocalId, Expr> = values
         .into_iter()
         .filter(|(l, _)| counts.get(l) == Some(&1))
@@ -409,7 +449,7 @@ pub fn layout_assumptions(
             ("blockIdx", "gridDim", grid_fixed[d.index()]),
         ] {
             let key = format!("{idx}.{}", d.name());
-            if fixed || compared.contains(&key) {
+            if fixed || guarded.contains(&key) {
                 continue;
             }
             let size = Poly::atom(Atom::Size {
@@ -419,6 +459,28 @@ pub fn layout_assumptions(
             });
             if let Some(ub) = size.add(&Poly::constant(-1)) {
                 cx.ubs.entry(key).or_default().push(ub);
+            }
+        }
+    }
+    for (l, index, size, d, thread) in index_locals {
+        let key = local_key(l);
+        let fixed = if thread {
+            block_fixed[d]
+        } else {
+            grid_fixed[d]
+        };
+        if fixed || !cx.atoms.contains(&l) || guarded.contains(&key) || guarded.contains(&index) {
+            continue;
+        }
+        let size = Poly::atom(Atom::Size {
+            var: size.clone(),
+            text: size,
+            signed: false,
+        });
+        if let Some(ub) = size.add(&Poly::constant(-1)) {
+            let ubs = cx.ubs.entry(key).or_default();
+            if !ubs.contains(&ub) {
+                ubs.push(ub);
             }
         }
     }

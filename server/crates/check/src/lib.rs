@@ -325,6 +325,27 @@ pub fn plan_kernel_until(
             kernel_assumptions.push(assumptions::constant_shape_assumption(d, c));
         }
     }
+    // The halo a guarded last thread fills past its tile, when it fits the assumptions so far
+    // (a block-stride loop wider than the tile says the block is wider).
+    for a in assumptions::halo_assumptions(kernel, fixed_dims(&launch.block), &opts.assumptions) {
+        let mut names = std::collections::BTreeSet::new();
+        terms::collect_vars(&a.term, &mut names);
+        let contradicts = kernel_assumptions.iter().any(|b| {
+            let mut theirs = std::collections::BTreeSet::new();
+            terms::collect_vars(&b.term, &mut theirs);
+            let cudarace_solver::Term::Eq(_, c) = &b.term else {
+                return false;
+            };
+            let Some(c) = terms::as_int(c) else {
+                return false;
+            };
+            let at_c: BTreeMap<String, i64> = names.iter().map(|v| (v.to_string(), c)).collect();
+            theirs == names && names.len() == 1 && witness::eval_bool(&a.term, &at_c) == Some(false)
+        });
+        if !contradicts {
+            kernel_assumptions.push(a);
+        }
+    }
     kernel_assumptions.extend(assumptions::launch_assumptions(
         p.block_dims_used,
         p.grid_dims_used,
