@@ -433,10 +433,14 @@ pub(super) fn linear(
         } else {
             Linear::from([(String::new(), *c)])
         }),
+        // Values the same in every thread of a block are tagged `u:` (see `thread_index_dim`).
         Expr::Param(p) => match kernel.params.get(p.0 as usize)?.value {
             Some(v) => linear(kernel, once, &Expr::Int(v), depth + 1),
-            None => atom(format!("{e:?}")),
+            None => atom(format!("u:{e:?}")),
         },
+        Expr::Builtin(Builtin::BlockIdx(_) | Builtin::BlockDim(_) | Builtin::GridDim(_)) => {
+            atom(format!("u:{e:?}"))
+        }
         Expr::Builtin(Builtin::ThreadIdx(d)) => atom(format!("t.{}", d.name())),
         Expr::Builtin(Builtin::WarpSize) => linear(kernel, once, &Expr::Int(32), depth + 1),
         Expr::Local(l) => match once.get(l) {
@@ -535,8 +539,10 @@ pub(super) fn fold_divisions(mut l: Linear) -> Option<Linear> {
     Some(l)
 }
 
-/// The dimension `d` when `e` is `threadIdx.d` once the locals assigned once are inlined and
-/// `(x / C) * C + x % C` is folded into `x`.
+/// The dimension `d` when `e` is `threadIdx.d` plus a value the same in every thread of the
+/// block (a constant, parameters, block indices and sizes: `blockIdx.x * N + threadIdx.x`, the
+/// start of a block-stride loop over the block's part), once the locals assigned once are
+/// inlined and `(x / C) * C + x % C` is folded into `x`.
 pub(crate) fn thread_index_dim(
     kernel: &Kernel,
     once: &BTreeMap<cudarace_ir::LocalId, Expr>,
@@ -546,8 +552,11 @@ pub(crate) fn thread_index_dim(
         return Some(*d);
     }
     let l = linear(kernel, once, e, 0)?;
-    match l.iter().next() {
-        Some((k, 1)) if l.len() == 1 => {
+    let mut thread = l
+        .iter()
+        .filter(|(k, _)| !(k.is_empty() || k.starts_with("u:")));
+    match (thread.next(), thread.next()) {
+        (Some((k, 1)), None) => {
             let i = ["t.x", "t.y", "t.z"].iter().position(|t| t == k)?;
             Some(cudarace_ir::Dim::ALL[i])
         }
