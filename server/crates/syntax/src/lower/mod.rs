@@ -429,6 +429,10 @@ pub(crate) struct Lowerer<'a, 't> {
     /// `__shared__ union { … } u;` variables: their members overlap, so a collective on
     /// `u.member` uses the storage of the whole variable (`cxx/collectives.rs`).
     pub shared_unions: HashSet<ArrayId>,
+    /// Names the kernel being lowered dereferences (`p->f`, `*p`, `(p + i)->f`): a parameter
+    /// of a type the front end does not know (a pointer `typedef` from a missing header) is a
+    /// pointer when used so.
+    pub dereferenced: HashSet<String>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -483,6 +487,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             type_params: Vec::new(),
             type_aliases: HashMap::new(),
             shared_unions: HashSet::new(),
+            dereferenced: HashSet::new(),
         }
     }
 
@@ -918,6 +923,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         };
         let assigned = assigned_names(body, &text);
         let addressed = addressed_names(body, &text);
+        self.dereferenced = dereferenced_names(body, &text);
         self.frames.push(Frame {
             key: (def.file, def.node.start_byte()),
             scope_base: 0,
@@ -1054,6 +1060,42 @@ impl<'a, 't> Lowerer<'a, 't> {
         let shape = declarator_shape(decl);
         let id = ParamId(self.k.params.len() as u32);
         match shape {
+            _ if shape == Shape::Scalar
+                && typenames::scalar_type(&ty_text) == ScalarType::Other
+                && self.class_of(&ty_text).is_none()
+                && typenames::vector_type(&ty_text).is_none()
+                && types::enum_values(self.tab, &ty_text).is_none()
+                && self.dereferenced.contains(&name) =>
+            {
+                // A parameter of a type the front end does not know, dereferenced as a pointer
+                // (`(p + i)->f`): a pointer `typedef` from a missing header. Its array's element
+                // type is unknown.
+                self.k.params.push(Param {
+                    name: name.clone(),
+                    ty: ScalarType::Pointer,
+                    span,
+                    is_template: false,
+                    template_index: None,
+                    value: None,
+                });
+                let arr = self.new_array(
+                    &name,
+                    MemSpace::Global,
+                    ArrayOrigin::Param(id.0),
+                    ScalarType::Other,
+                    None,
+                    vec![None],
+                    span,
+                );
+                let slot = self.new_slot(
+                    (self.src.file, decl.start_byte()),
+                    Base::Arr(arr),
+                    Expr::Int(0),
+                    None,
+                    &name,
+                );
+                self.bind(&name, Binding::Ptr(slot));
+            }
             Shape::Pointer | Shape::Array => {
                 self.k.params.push(Param {
                     name: name.clone(),
@@ -1391,6 +1433,72 @@ fn in_reparsed_comma(
 }
 
 /// Names whose address is taken (`&x`) anywhere in a function body.
+/// Identifiers dereferenced as pointers in `body`: `p->f`, `*p`, and `p + i` (or `i + p`, `p -
+/// i`, parenthesized) under `->` or unary `*`. Not `p[i]`, which an accessor class with an
+/// `operator[]` also allows.
+pub(crate) fn dereferenced_names(body: Node, text: &str) -> HashSet<String> {
+    fn pointer_operands(n: Node, text: &str, out: &mut HashSet<String>, depth: u32) {
+        if depth > 8 {
+            return;
+        }
+        match n.kind() {
+            "identifier" => {
+                out.insert(node_text(n, text).to_string());
+            }
+            "parenthesized_expression" => {
+                if let Some(inner) = n.named_child(0) {
+                    pointer_operands(inner, text, out, depth + 1);
+                }
+            }
+            "binary_expression" => {
+                let op = n
+                    .child_by_field_name("operator")
+                    .map(|o| node_text(o, text))
+                    .unwrap_or_default();
+                if op == "+" || op == "-" {
+                    if let Some(l) = n.child_by_field_name("left") {
+                        pointer_operands(l, text, out, depth + 1);
+                    }
+                    if op == "+" {
+                        if let Some(r) = n.child_by_field_name("right") {
+                            pointer_operands(r, text, out, depth + 1);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = HashSet::new();
+    let mut stack = vec![body];
+    let mut count = 0u32;
+    while let Some(n) = stack.pop() {
+        count += 1;
+        if count > 1_000_000 {
+            break;
+        }
+        let operand = match n.kind() {
+            "field_expression" => n
+                .child_by_field_name("operator")
+                .filter(|o| node_text(*o, text) == "->")
+                .and_then(|_| n.child_by_field_name("argument")),
+            "pointer_expression" => n
+                .child_by_field_name("operator")
+                .filter(|o| node_text(*o, text) == "*")
+                .and_then(|_| n.child_by_field_name("argument")),
+            _ => None,
+        };
+        if let Some(a) = operand {
+            pointer_operands(a, text, &mut out, 0);
+        }
+        let mut c = n.walk();
+        for ch in n.named_children(&mut c) {
+            stack.push(ch);
+        }
+    }
+    out
+}
+
 pub(crate) fn addressed_names(body: Node, text: &str) -> HashSet<String> {
     let mut out = HashSet::new();
     let mut stack = vec![body];
