@@ -90,17 +90,12 @@ fn from_config(c: &LaunchConfig, block: bool, d: usize) -> Option<DimSpec> {
     v.map(DimSpec::Fixed)
 }
 
-pub fn resolve(
-    file: &FileIr,
-    kernel: &Kernel,
-    override_cfg: &LaunchConfig,
-    block_used: [bool; 3],
-    grid_used: [bool; 3],
-) -> Launch {
-    // A site belongs to this kernel when the names match and, among overloads of the name
-    // (`k(char4 *, …11 params)` and `k(int8_t *, …10 params)`), its argument count is this
-    // kernel's, or no overload's (default arguments). A site of another overload would bind
-    // none of this kernel's parameters and so erase every other site's bindings.
+/// The launch sites of `kernel`: the names match and, among overloads of the name
+/// (`k(char4 *, …11 params)` and `k(int8_t *, …10 params)`), the site's argument count is this
+/// kernel's, or no overload's (default arguments). A site of another overload would bind none
+/// of this kernel's parameters and so erase every other site's bindings; nor does it launch
+/// this kernel.
+pub fn sites_of<'f>(file: &'f FileIr, kernel: &Kernel) -> Vec<&'f cudarace_ir::LaunchSite> {
     let call_arity = |k: &Kernel| k.params.iter().filter(|p| !p.is_template).count();
     let arities: Vec<usize> = file
         .kernels
@@ -109,12 +104,21 @@ pub fn resolve(
         .map(call_arity)
         .collect();
     let mine = call_arity(kernel);
-    let sites: Vec<_> = file
-        .launch_sites
+    file.launch_sites
         .iter()
         .filter(|s| s.kernel == kernel.base_name())
         .filter(|s| s.args.is_empty() || s.args.len() == mine || !arities.contains(&s.args.len()))
-        .collect();
+        .collect()
+}
+
+pub fn resolve(
+    file: &FileIr,
+    kernel: &Kernel,
+    override_cfg: &LaunchConfig,
+    block_used: [bool; 3],
+    grid_used: [bool; 3],
+) -> Launch {
+    let sites = sites_of(file, kernel);
     // Block and grid sizes are taken from the sites separately: `<<<(n + 127) / 128, 128>>>`
     // fixes the block even though the grid is computed.
     // A site's values of one dimension: its constant, or the few constants it may be.

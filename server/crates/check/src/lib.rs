@@ -278,10 +278,7 @@ pub fn plan_kernel_until(
             &known,
         ));
     }
-    let launched = file
-        .launch_sites
-        .iter()
-        .any(|s| s.kernel == kernel.base_name());
+    let launched = !launch::sites_of(file, kernel).is_empty();
     let shape_params: Vec<String> = if launched || !opts.assumptions.launch_shape_without_launch {
         Vec::new()
     } else {
