@@ -343,26 +343,7 @@ pub fn parse_file(path: &Path, text: &str) -> Result<LibraryFile, LibraryError> 
                 "`returns = \"read\"` needs a `read` or `atomic` effect".into(),
             ));
         }
-        let names_span = f.names.span();
-        let names = f.names.into_inner();
-        if names.is_empty() {
-            return Err(error(Some(names_span), "`names` is empty".into()));
-        }
-        for n in names {
-            let span = n.span();
-            let n = n.into_inner();
-            if !is_identifier(&n) {
-                return Err(error(
-                    Some(span),
-                    format!("`{n}` is not a function name (letters, digits and `_`)"),
-                ));
-            }
-            if !seen.insert(n.clone()) {
-                return Err(error(
-                    Some(span),
-                    format!("`{n}` is described twice in this file"),
-                ));
-            }
+        for n in entry_names(f.names, "function", &mut seen, &error)? {
             functions.push(FunctionModel {
                 name: n,
                 library: library.clone(),

@@ -154,23 +154,10 @@ impl<'t> HostEnv<'_, 't> {
     /// The "parameters" of a `dim3 b(TILE, ROWS)` misparsed as a function declaration: each is
     /// a constant expression written where a parameter type would be.
     pub(super) fn dim3_params(&self, params: Node<'t>) -> Option<[u64; 3]> {
-        let mut c = params.walk();
-        let vals: Vec<Node> = params
-            .named_children(&mut c)
-            .filter(|a| a.kind() != "comment")
-            .collect();
-        if vals.len() > 3 {
-            return None;
-        }
-        let mut out = [1u64; 3];
-        for (i, a) in vals.iter().enumerate() {
-            let v = eval_text(node_text(*a, self.text), self, 0)?;
-            if v <= 0 {
-                return None;
-            }
-            out[i] = v as u64;
-        }
-        Some(out)
+        let items = self.dim3_items(params, &|a| {
+            Some(vec![eval_text(node_text(a, self.text), self, 0)?])
+        })?;
+        Some(items.map(|v| v[0]))
     }
 
     /// The values the expression `e` may have at the launch when it has a few integer
@@ -420,23 +407,9 @@ impl<'t> HostEnv<'_, 't> {
         Some(out)
     }
 
+    /// The constant items of a `dim3` constructor's arguments (missing ones are 1).
     pub(super) fn dim3_args(&self, args: Node<'t>) -> Option<[u64; 3]> {
-        let mut c = args.walk();
-        let vals: Vec<Node> = args
-            .named_children(&mut c)
-            .filter(|a| a.kind() != "comment")
-            .collect();
-        if vals.len() > 3 {
-            return None;
-        }
-        let mut out = [1u64; 3];
-        for (i, a) in vals.iter().enumerate() {
-            let v = eval(*a, self.text, self, 0)?;
-            if v <= 0 {
-                return None;
-            }
-            out[i] = v as u64;
-        }
-        Some(out)
+        let items = self.dim3_items(args, &|a| Some(vec![eval(a, self.text, self, 0)?]))?;
+        Some(items.map(|v| v[0]))
     }
 }

@@ -1059,43 +1059,21 @@ impl<'a, 't> Lowerer<'a, 't> {
             .unwrap_or_default();
         let shape = declarator_shape(decl);
         let id = ParamId(self.k.params.len() as u32);
+        // A parameter of a type the front end does not know, dereferenced as a pointer
+        // (`(p + i)->f`): a pointer `typedef` from a missing header, whose elements are of an
+        // unknown type.
+        let untyped_pointer = shape == Shape::Scalar
+            && typenames::scalar_type(&ty_text) == ScalarType::Other
+            && self.class_of(&ty_text).is_none()
+            && typenames::vector_type(&ty_text).is_none()
+            && types::enum_values(self.tab, &ty_text).is_none()
+            && self.dereferenced.contains(&name);
+        let shape = if untyped_pointer {
+            Shape::Pointer
+        } else {
+            shape
+        };
         match shape {
-            _ if shape == Shape::Scalar
-                && typenames::scalar_type(&ty_text) == ScalarType::Other
-                && self.class_of(&ty_text).is_none()
-                && typenames::vector_type(&ty_text).is_none()
-                && types::enum_values(self.tab, &ty_text).is_none()
-                && self.dereferenced.contains(&name) =>
-            {
-                // A parameter of a type the front end does not know, dereferenced as a pointer
-                // (`(p + i)->f`): a pointer `typedef` from a missing header. Its array's element
-                // type is unknown.
-                self.k.params.push(Param {
-                    name: name.clone(),
-                    ty: ScalarType::Pointer,
-                    span,
-                    is_template: false,
-                    template_index: None,
-                    value: None,
-                });
-                let arr = self.new_array(
-                    &name,
-                    MemSpace::Global,
-                    ArrayOrigin::Param(id.0),
-                    ScalarType::Other,
-                    None,
-                    vec![None],
-                    span,
-                );
-                let slot = self.new_slot(
-                    (self.src.file, decl.start_byte()),
-                    Base::Arr(arr),
-                    Expr::Int(0),
-                    None,
-                    &name,
-                );
-                self.bind(&name, Binding::Ptr(slot));
-            }
             Shape::Pointer | Shape::Array => {
                 self.k.params.push(Param {
                     name: name.clone(),
@@ -1108,6 +1086,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 // A vector type's array is one of components, seen through a pointer whose
                 // elements are several cells (cxx/vectors.rs).
                 let (elem, cell) = match typenames::vector_type(&ty_text) {
+                    _ if untyped_pointer => (ScalarType::Other, None),
                     Some(v) if shape == Shape::Pointer => (v.comp, Some(v.comp_size)),
                     _ => (
                         typenames::scalar_type(&ty_text),
@@ -1127,10 +1106,16 @@ impl<'a, 't> Lowerer<'a, 't> {
                     (self.src.file, decl.start_byte()),
                     Base::Arr(arr),
                     Expr::Int(0),
-                    typenames::elem_size(&ty_text),
+                    if untyped_pointer {
+                        None
+                    } else {
+                        typenames::elem_size(&ty_text)
+                    },
                     &name,
                 );
-                self.slots[slot].comp = typenames::comp_size(&ty_text);
+                if !untyped_pointer {
+                    self.slots[slot].comp = typenames::comp_size(&ty_text);
+                }
                 self.bind(&name, Binding::Ptr(slot));
             }
             Shape::Scalar
