@@ -237,17 +237,7 @@ impl<'t> HostEnv<'_, 't> {
             false => self.changes_reaching(name, decl),
         };
         for change in changes {
-            let plain = change.kind() == "assignment_expression"
-                && change
-                    .child_by_field_name("operator")
-                    .is_some_and(|o| node_text(o, self.text) == "=")
-                && change
-                    .child_by_field_name("left")
-                    .is_some_and(|l| l.kind() == "identifier" && node_text(l, self.text) == name);
-            if !plain {
-                return None;
-            }
-            out.extend(self.value_set(change.child_by_field_name("right")?, depth + 1)?);
+            out.extend(self.value_set(self.assigned_value(change, name)?, depth + 1)?);
         }
         out.sort_unstable();
         out.dedup();
@@ -343,17 +333,7 @@ impl<'t> HostEnv<'_, 't> {
             },
         };
         for change in self.changes_reaching(name, decl) {
-            let plain = change.kind() == "assignment_expression"
-                && change
-                    .child_by_field_name("operator")
-                    .is_some_and(|o| node_text(o, self.text) == "=")
-                && change
-                    .child_by_field_name("left")
-                    .is_some_and(|l| l.kind() == "identifier" && node_text(l, self.text) == name);
-            if !plain {
-                return None;
-            }
-            let v = self.dim_values(change.child_by_field_name("right")?, depth + 1)?;
+            let v = self.dim_values(self.assigned_value(change, name)?, depth + 1)?;
             for (o, v) in out.iter_mut().zip(v) {
                 o.extend(v);
             }
@@ -411,5 +391,17 @@ impl<'t> HostEnv<'_, 't> {
     pub(super) fn dim3_args(&self, args: Node<'t>) -> Option<[u64; 3]> {
         let items = self.dim3_items(args, &|a| Some(vec![eval(a, self.text, self, 0)?]))?;
         Some(items.map(|v| v[0]))
+    }
+
+    /// The right side of `change` when it is a plain `name = value` (not `+=`, not a member).
+    fn assigned_value(&self, change: Node<'t>, name: &str) -> Option<Node<'t>> {
+        let plain = change.kind() == "assignment_expression"
+            && change
+                .child_by_field_name("operator")
+                .is_some_and(|o| node_text(o, self.text) == "=")
+            && change
+                .child_by_field_name("left")
+                .is_some_and(|l| l.kind() == "identifier" && node_text(l, self.text) == name);
+        plain.then(|| change.child_by_field_name("right")).flatten()
     }
 }
