@@ -107,6 +107,21 @@ impl Range {
             hi: Some(hi),
         }
     }
+    /// The values in both (an empty meet, on an infeasible path, is returned as it is).
+    pub fn meet(self, o: Range) -> Range {
+        let max = |a: Option<i128>, b: Option<i128>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, None) | (None, x) => x,
+        };
+        let min = |a: Option<i128>, b: Option<i128>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, None) | (None, x) => x,
+        };
+        Range {
+            lo: max(self.lo, o.lo),
+            hi: min(self.hi, o.hi),
+        }
+    }
     fn union(self, o: Range) -> Range {
         Range {
             lo: self.lo.zip(o.lo).map(|(a, b)| a.min(b)),
@@ -117,7 +132,26 @@ impl Range {
 
 /// Interval of a term, given the intervals of its variables (`var`).
 pub fn range_of(t: &Term, var: &dyn Fn(&str) -> Range) -> Range {
-    let r = |x: &Term| range_of(x, var);
+    range_within(t, var, &|_| Range::ANY)
+}
+
+/// Interval of a term, given the intervals of its variables (`var`) and bounds known of some
+/// compound terms (`known`: what the path condition says of a loop bound `S` inside
+/// `for (s = 0; s < S; …)`, so that `S * blockIdx.x` is known non-negative there).
+pub fn range_within(
+    t: &Term,
+    var: &dyn Fn(&str) -> Range,
+    known: &dyn Fn(&Term) -> Range,
+) -> Range {
+    let r = range_by_shape(t, var, known);
+    match t {
+        Term::Int(_) | Term::Bool(_) | Term::Var(_) => r,
+        _ => r.meet(known(t)),
+    }
+}
+
+fn range_by_shape(t: &Term, var: &dyn Fn(&str) -> Range, known: &dyn Fn(&Term) -> Range) -> Range {
+    let r = |x: &Term| range_within(x, var, known);
     let add2 = |a: Range, b: Range| Range {
         lo: a.lo.zip(b.lo).map(|(x, y)| x.saturating_add(y)),
         hi: a.hi.zip(b.hi).map(|(x, y)| x.saturating_add(y)),
@@ -139,6 +173,11 @@ pub fn range_of(t: &Term, var: &dyn Fn(&str) -> Range) -> Range {
                 ps.iter().copied().max().unwrap_or(0),
             )
         }
+        // Non-negative factors with an open top: the product is non-negative.
+        (Some(a0), _, Some(b0), _) if a0 >= 0 && b0 >= 0 => Range {
+            lo: Some(a0.saturating_mul(b0)),
+            hi: a.hi.zip(b.hi).map(|(x, y)| x.saturating_mul(y)),
+        },
         _ => Range::ANY,
     };
     match t {
@@ -261,14 +300,14 @@ pub fn low_wrap(t: Term, bits: u8, r: Range) -> Term {
     ite(lt(t.clone(), int(0)), add(t.clone(), m), t)
 }
 
-/// Convert `t` (of interval `r`) to type `to` (see the module doc); `var` gives intervals.
-pub fn convert(t: Term, to: Option<CTy>, var: &dyn Fn(&str) -> Range) -> Term {
+/// Convert `t` to type `to` (see the module doc); `range` gives intervals of terms.
+pub fn convert(t: Term, to: Option<CTy>, range: &dyn Fn(&Term) -> Range) -> Term {
     let Some(to) = to else { return t };
     if to.bits < 8 {
         return t;
     }
     if !to.signed {
-        let r = range_of(&t, var);
+        let r = range(&t);
         return low_wrap(t, to.bits, r);
     }
     // To a signed type: undo our own unsigned wrap (exact for values in the signed range;
@@ -294,24 +333,49 @@ mod tests {
         }
     }
 
+    fn terms(t: &Term) -> Range {
+        range_of(t, &vars)
+    }
+
     #[test]
     fn unsigned_difference_wraps_and_converts_back() {
         let x = sub(Term::var("$tid.x"), int(1));
-        let u = convert(x.clone(), Some(CTy::UINT), &vars);
+        let u = convert(x.clone(), Some(CTy::UINT), &terms);
         assert_ne!(u, x, "may be negative: wrapped");
         assert_eq!(range_of(&u, &vars), Range::new(0, (1 << 32) - 1));
         assert_eq!(
-            convert(u, Some(CTy::INT), &vars),
+            convert(u, Some(CTy::INT), &terms),
             x,
             "back to int: -1 again"
         );
         let y = add(Term::var("$tid.x"), int(1));
         assert_eq!(
-            convert(y.clone(), Some(CTy::UINT), &vars),
+            convert(y.clone(), Some(CTy::UINT), &terms),
             y,
             "non-negative: unchanged"
         );
-        assert_eq!(convert(int(-1), Some(CTy::UINT), &vars), int(4294967295));
+        assert_eq!(convert(int(-1), Some(CTy::UINT), &terms), int(4294967295));
+    }
+
+    #[test]
+    fn a_bound_known_of_a_compound_term_keeps_its_product_unwrapped() {
+        // `s < S` with `0 <= s` inside the loop: `S >= 1`, so `S * tid` is not negative.
+        let big_s = sub(mul(Term::var("p.n"), Term::var("p.m")), int(1));
+        let known = |t: &Term| {
+            if *t == big_s {
+                Range {
+                    lo: Some(1),
+                    hi: None,
+                }
+            } else {
+                Range::ANY
+            }
+        };
+        let product = mul(big_s.clone(), Term::var("$tid.x"));
+        let unknown = convert(product.clone(), Some(CTy::UINT), &terms);
+        assert_ne!(unknown, product, "may be negative: wrapped");
+        let within = |t: &Term| range_within(t, &vars, &known);
+        assert_eq!(convert(product.clone(), Some(CTy::UINT), &within), product);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Symbolic execution of one kernel body for one symbolic thread.
 
-use super::ctype::{convert, low_wrap, range_of, CTy, Range};
+use super::ctype::{convert, low_wrap, range_of, range_within, CTy, Range};
 use super::loops::{additive_step, induction_range};
 use super::{AccInfo, LoopNode, NextIteration, Node, Protocol, SyncInfo, SyncKind, VarInfo};
 use crate::terms::*;
@@ -860,7 +860,42 @@ impl<'k> Exec<'k> {
     }
 
     fn range(&self, t: &Term) -> Range {
-        range_of(t, &|v| self.var_range(v))
+        range_within(t, &|v| self.var_range(v), &|x| self.known_range(x))
+    }
+
+    /// Bounds the path condition states of a compound term (`s < S` with `0 <= s` inside a
+    /// loop: `S >= 1`); variables get theirs from [`Self::var_range`].
+    fn known_range(&self, t: &Term) -> Range {
+        let conj: Vec<&Term> = match &self.pc {
+            Term::And(ts) => ts.iter().collect(),
+            other => vec![other],
+        };
+        let lo_of = |t: &Term| range_of(t, &|x| self.declared_range(x)).lo;
+        let hi_of = |t: &Term| range_of(t, &|x| self.declared_range(x)).hi;
+        let mut r = Range::ANY;
+        for c in conj {
+            let bound = match c {
+                Term::Lt(a, b) if **b == *t => Range {
+                    lo: lo_of(a).map(|k| k + 1),
+                    hi: None,
+                },
+                Term::Le(a, b) if **b == *t => Range {
+                    lo: lo_of(a),
+                    hi: None,
+                },
+                Term::Lt(a, b) if **a == *t => Range {
+                    lo: None,
+                    hi: hi_of(b).map(|k| k - 1),
+                },
+                Term::Le(a, b) if **a == *t => Range {
+                    lo: None,
+                    hi: hi_of(b),
+                },
+                _ => continue,
+            };
+            r = r.meet(bound);
+        }
+        r
     }
 
     /// Convert a value of type `from` to type `to` (C conversions; see [`super::ctype`]).
@@ -868,7 +903,7 @@ impl<'k> Exec<'k> {
         if from.is_none() || to.is_none() || self.is_bool(&t) {
             return t;
         }
-        convert(t, to, &|v| self.var_range(v))
+        convert(t, to, &|x| self.range(x))
     }
 
     /// The result of arithmetic in type `ty`: unsigned results that may be negative wrap.
