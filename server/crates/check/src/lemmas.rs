@@ -333,6 +333,24 @@ pub fn divmod_facts(terms: &[&Term], out: &mut Vec<Term>) {
                 le(q.clone(), a.clone()),
             ),
         );
+        // `a < d·d ⇒ a/d < d` (for `a >= 0`, `d >= 1`): the column `j / w` of a cell `j` of a
+        // `w`×`w` tile (a transpose, `(j % w)·w + j / w`) is below `w`, which nonlinear search
+        // rarely finds. Only where the indices square `d` (`tile·w·w + …`): the lemma on every
+        // division, or with other cofactors than `d`, slowed the decomposition of linear ids
+        // by `h` and `w` past the limit.
+        if matches!(t, Term::Div(..)) && terms.iter().any(|x| squares(x, &d)) {
+            push(
+                out,
+                Term::implies(
+                    and(vec![
+                        le(int(0), a.clone()),
+                        le(int(1), d.clone()),
+                        lt(a.clone(), mul(d.clone(), d.clone())),
+                    ]),
+                    lt(q.clone(), d.clone()),
+                ),
+            );
+        }
         let mut derived = Vec::new();
         match (&t, &a) {
             // `a / h / w == a / (h·w)`.
@@ -395,6 +413,19 @@ fn cofactor(p: &Term, f: &Term) -> Option<Term> {
         .map(|(_, x)| x.clone())
         .collect();
     rest.into_iter().reduce(mul)
+}
+
+/// Does `t` hold a product with the factor `d` twice (`tile·w·w`)?
+fn squares(t: &Term, d: &Term) -> bool {
+    // Occurrences of `d` among the factors of a (nested) product.
+    fn count(t: &Term, d: &Term) -> usize {
+        match t {
+            _ if t == d => 1,
+            Term::Mul(fs) => fs.iter().map(|f| count(f, d)).sum(),
+            _ => 0,
+        }
+    }
+    count(t, d) >= 2 || t.children().into_iter().any(|x| squares(x, d))
 }
 
 /// C divisions and remainders by a non-constant divisor in `t`, innermost first.

@@ -1471,8 +1471,8 @@ impl<'k> Exec<'k> {
         }
     }
 
-    /// Locals counted up from a non-negative start by a non-negative step (`i = tid; …; i +=
-    /// blockDim.x`) and assigned nowhere else in the loop: never negative at the loop head. Known
+    /// Locals counted up from a non-negative start by a non-negative, loop-invariant step (`i =
+    /// tid; …; i += blockDim.x`, or a local copy of it) and assigned nowhere else in the loop: never negative at the loop head. Known
     /// before the body runs, so that unsigned arithmetic on them needs no wraparound case.
     fn non_negative_inductions(
         &mut self,
@@ -1480,11 +1480,15 @@ impl<'k> Exec<'k> {
         assigned: &[LocalId],
         init: &HashMap<LocalId, Term>,
     ) -> HashSet<LocalId> {
-        fn simple(e: &Expr) -> bool {
+        // Loop-invariant: no local the loop assigns (`int step = blockDim.x` before the loop).
+        fn simple(e: &Expr, assigned: &[LocalId]) -> bool {
             match e {
                 Expr::Int(_) | Expr::Builtin(_) | Expr::Param(_) => true,
-                Expr::Binary(BinOp::Add | BinOp::Mul, a, b) => simple(a) && simple(b),
-                Expr::Cast(_, a) => simple(a),
+                Expr::Local(l) => !assigned.contains(l),
+                Expr::Binary(BinOp::Add | BinOp::Mul, a, b) => {
+                    simple(a, assigned) && simple(b, assigned)
+                }
+                Expr::Cast(_, a) => simple(a, assigned),
                 _ => false,
             }
         }
@@ -1500,7 +1504,7 @@ impl<'k> Exec<'k> {
             Expr::Binary(BinOp::Add, a, b) if **b == Expr::Local(*local) => a,
             _ => return out,
         };
-        if !assigned.contains(local) || elsewhere.contains(local) || !simple(step) {
+        if !assigned.contains(local) || elsewhere.contains(local) || !simple(step, assigned) {
             return out;
         }
         let st = self.eval(step);
