@@ -149,11 +149,16 @@ pub fn resolve(
         }) {
             return None;
         }
-        let mut vals: Vec<u64> = sites
-            .iter()
-            .filter_map(|s| site_values(s, block, d))
-            .flatten()
-            .collect();
+        let per_site: Vec<Option<Vec<u64>>> =
+            sites.iter().map(|s| site_values(s, block, d)).collect();
+        // A site that does not fix this dimension leaves it open.
+        if per_site.iter().any(|v| {
+            v.as_ref()
+                .is_none_or(|v| v.contains(&cudarace_ir::ANY_SIZE))
+        }) {
+            return None;
+        }
+        let mut vals: Vec<u64> = per_site.into_iter().flatten().flatten().collect();
         vals.sort_unstable();
         vals.dedup();
         match vals.len() {

@@ -77,7 +77,8 @@ pub struct LaunchSite {
     pub block_relations: [Option<SiteValue>; 3],
     /// When [`LaunchSite::grid_dim`] is not one constant: the values each dimension may have at
     /// the launch (`int by; if (c) by = 4; else by = 8; dim3 b(32, by)` gives `[32], [4, 8],
-    /// [1]`), when every dimension has a few constant values.
+    /// [1]`); a dimension the site does not fix is `[ANY_SIZE]` (`dim3 g(rows(), n, 1)` gives
+    /// `[ANY_SIZE], [ANY_SIZE], [1]`).
     pub grid_values: Option<[Vec<u64>; 3]>,
     /// Likewise for [`LaunchSite::block_dim`].
     pub block_values: Option<[Vec<u64>; 3]>,
@@ -86,6 +87,10 @@ pub struct LaunchSite {
     /// written exactly in those terms; any other is left out.
     pub conditions: Vec<SiteValue>,
 }
+
+/// In [`LaunchSite::grid_values`] and [`LaunchSite::block_values`]: a size the launch site does
+/// not fix (sizes are positive, so no real size is 0).
+pub const ANY_SIZE: u64 = 0;
 
 /// The value of a launch argument: a constant, a launch size, or a product of those
 /// (`k<<<g, b>>>(y, n, g * b)` passes `gridDim.x * blockDim.x`).

@@ -9,7 +9,7 @@
 use crate::collect::{declarator_name, function_declarator, Tables};
 use crate::consteval::{eval, eval_text, node_text, ConstEnv};
 use crate::preprocess::MacroTable;
-use cudarace_ir::{BinOp, Dim, FileId, LaunchSite, SiteValue, Span};
+use cudarace_ir::{BinOp, Dim, FileId, LaunchSite, SiteValue, Span, ANY_SIZE};
 use tree_sitter::{Node, Tree};
 
 struct HostEnv<'a, 't> {

@@ -358,7 +358,7 @@ impl<'t> HostEnv<'_, 't> {
                     return None;
                 }
                 match self.local_dim_values(node_text(v, text), 0)?[d].as_slice() {
-                    [one] => Some(SiteValue::Int(*one as i64)),
+                    [one] if *one != ANY_SIZE => Some(SiteValue::Int(*one as i64)),
                     _ => None,
                 }
             }

@@ -253,7 +253,13 @@ impl<'t> HostEnv<'_, 't> {
         if depth > 16 {
             return None;
         }
-        let scalar = |e: Node<'t>| Some([positive(self.value_set(e, 0)?)?, vec![1], vec![1]]);
+        // A size that is an integer (`<<<(n + 255) / 256, 256>>>`) is a grid or block of one
+        // dimension even when its value is not fixed.
+        let scalar = |e: Node<'t>| match self.value_set(e, 0).and_then(positive) {
+            Some(v) => Some([v, vec![1], vec![1]]),
+            None if integer_shaped(e) => Some([vec![ANY_SIZE], vec![1], vec![1]]),
+            None => None,
+        };
         match e.kind() {
             "parenthesized_expression" => self.dim_values(e.named_child(0)?, depth + 1),
             "call_expression" => {
@@ -304,7 +310,10 @@ impl<'t> HostEnv<'_, 't> {
             _ => self.dim_values(init, depth + 1)?,
         };
         for (d, v) in self.field_stores(name, decl) {
-            out[d] = positive(self.value_set(v, 0)?)?;
+            out[d] = self
+                .value_set(v, 0)
+                .and_then(positive)
+                .unwrap_or(vec![ANY_SIZE]);
         }
         Some(out)
     }
@@ -341,6 +350,9 @@ impl<'t> HostEnv<'_, 't> {
         for o in &mut out {
             o.sort_unstable();
             o.dedup();
+            if o.contains(&ANY_SIZE) {
+                *o = vec![ANY_SIZE];
+            }
             if o.is_empty() || o.len() > 16 {
                 return None;
             }
@@ -361,9 +373,31 @@ impl<'t> HostEnv<'_, 't> {
         })
     }
 
-    /// The values of each item of a `dim3` constructor's arguments (missing ones are 1).
+    /// The values of each item of a `dim3` constructor's arguments (missing ones are 1; an
+    /// item the file does not fix, `dim3 grid(rows(), 4, 1)`, is [`ANY_SIZE`]: the others
+    /// still bind).
     pub(super) fn list_values(&self, args: Node<'t>) -> Option<[Vec<u64>; 3]> {
-        self.dim3_items(args, &|a| self.value_set(a, 0))
+        let mut c = args.walk();
+        let items: Vec<Node> = args
+            .named_children(&mut c)
+            .filter(|a| a.kind() != "comment")
+            .collect();
+        // One item may be another `dim3` (a copy): only an integer expression is an x size.
+        if items.len() > 3
+            || (items.len() == 1
+                && self.value_set(items[0], 0).is_none()
+                && !integer_shaped(items[0]))
+        {
+            return None;
+        }
+        let mut out = [vec![1], vec![1], vec![1]];
+        for (i, a) in items.iter().enumerate() {
+            out[i] = self
+                .value_set(*a, 0)
+                .and_then(positive)
+                .unwrap_or(vec![ANY_SIZE]);
+        }
+        Some(out)
     }
 
     /// Each of the (at most three) items of `list` through `values`, positive; missing ones 1.
@@ -403,5 +437,15 @@ impl<'t> HostEnv<'_, 't> {
                 .child_by_field_name("left")
                 .is_some_and(|l| l.kind() == "identifier" && node_text(l, self.text) == name);
         plain.then(|| change.child_by_field_name("right")).flatten()
+    }
+}
+
+/// An expression whose value is surely an integer, not a `dim3`: arithmetic (`(n + 255) /
+/// 256`), a number, or one of those in parentheses.
+fn integer_shaped(e: Node<'_>) -> bool {
+    match e.kind() {
+        "binary_expression" | "number_literal" => true,
+        "parenthesized_expression" => e.named_child(0).is_some_and(integer_shaped),
+        _ => false,
     }
 }
