@@ -1029,12 +1029,18 @@ __global__ void k(Args args, float **rows) {
   __shared__ float s[4];
   args.data[threadIdx.x] = 1;
   rows[1][threadIdx.x] = 2;
+  args.next->data[threadIdx.x] = 3;
 }"#,
         "k",
+        // `args.data`, a member used as a pointer of a parameter of a class the front end does
+        // not model, points to an array of its own (lower/member_pointers.rs); `args.next`,
+        // dereferenced, too, but the pointer its element holds is unknown.
         "
-        opaque(write through a pointer with an unknown target; arrays=[args,rows,s]; locals=[])
-        read#0 rows[1]
-        opaque(write through a pointer with an unknown target; arrays=[args,rows,s]; locals=[])
+        write#0 args.data[threadIdx.x] = 1
+        read#1 rows[1]
+        opaque(write through a pointer with an unknown target; arrays=[args,rows,s,args.data,args.next]; locals=[])
+        read#2 args.next[0]
+        opaque(write through a pointer with an unknown target; arrays=[args,rows,s,args.data,args.next]; locals=[])
         ",
     );
 }

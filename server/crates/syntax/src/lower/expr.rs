@@ -589,6 +589,11 @@ impl<'a, 't> Lowerer<'a, 't> {
             let p = self.place_of(n);
             return Val::S(self.read(p, span));
         }
+        // A pointer member of a parameter of an unknown type or of a struct global the host
+        // fills: a pointer to an array of its own (member_pointers.rs).
+        if let Some(v) = self.member_pointer(arg, &fname, span) {
+            return v;
+        }
         match arg.kind() {
             "subscript_expression" | "pointer_expression" | "parenthesized_expression" => {
                 let p = self.place_of(arg);

@@ -5,6 +5,7 @@ mod calls;
 pub(crate) mod cxx;
 mod expr;
 mod library_calls;
+mod member_pointers;
 mod objects;
 mod pointers;
 mod stmt;
@@ -433,6 +434,9 @@ pub(crate) struct Lowerer<'a, 't> {
     /// of a type the front end does not know (a pointer `typedef` from a missing header) is a
     /// pointer when used so.
     pub dereferenced: HashSet<String>,
+    /// The arrays of pointer members of parameters of unknown types and of struct globals,
+    /// by `obj.member` (member_pointers.rs).
+    pub member_arrays: HashMap<String, ArrayId>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -488,6 +492,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             type_aliases: HashMap::new(),
             shared_unions: HashSet::new(),
             dereferenced: HashSet::new(),
+            member_arrays: HashMap::new(),
         }
     }
 
