@@ -159,7 +159,8 @@ pub(crate) fn member_uses(roots: &[Node], texts: &[std::sync::Arc<str>]) -> Memb
                         if let Some(f) = member_name(t, text) {
                             uses.written.insert(f);
                         } else if in_method && strip_parens(t).kind() == "identifier" {
-                            uses.written.insert(node_text(strip_parens(t), text).to_string());
+                            uses.written
+                                .insert(node_text(strip_parens(t), text).to_string());
                         }
                     }
                 }

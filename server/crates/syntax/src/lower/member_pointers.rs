@@ -42,12 +42,22 @@ impl Lowerer<'_, '_> {
                     return None;
                 }
                 let shown = format!("{}.{fname}", p.name);
-                (format!("param {}.{fname}", pid.0), shown, ArrayOrigin::Param(pid.0), None)
+                (
+                    format!("param {}.{fname}", pid.0),
+                    shown,
+                    ArrayOrigin::Param(pid.0),
+                    None,
+                )
             }
             Binding::Array(id) => {
                 let ty = self.global_member(id, &name, fname)?;
                 let shown = format!("{name}.{fname}");
-                (format!("global {}.{fname}", id.0), shown, ArrayOrigin::DeviceGlobal, ty)
+                (
+                    format!("global {}.{fname}", id.0),
+                    shown,
+                    ArrayOrigin::DeviceGlobal,
+                    ty,
+                )
             }
             _ => return None,
         };
@@ -58,8 +68,18 @@ impl Lowerer<'_, '_> {
             Some(t) => (typenames::scalar_type(t), typenames::elem_size(t)),
             None => (ScalarType::Other, None),
         };
-        let id = self.new_array(&shown, MemSpace::Global, origin, elem, size, vec![None], span);
+        let owner = self.object_array(arg)?;
+        let id = self.new_array(
+            &shown,
+            MemSpace::Global,
+            origin,
+            elem,
+            size,
+            vec![None],
+            span,
+        );
         self.member_arrays.insert(key, id);
+        self.member_owners.push((owner, id));
         Some(Val::P(self.array_ptr(id, span)))
     }
 
@@ -115,6 +135,71 @@ impl Lowerer<'_, '_> {
                 Some(None)
             }
             None => None,
+        }
+    }
+
+    /// The array standing for the memory an object the members of which may be pointers
+    /// reaches, for the identifier `n`: the array of a parameter of a type the front end does
+    /// not know (see `kernel_param`), or a `__device__`/`__constant__` struct variable. Unknown
+    /// code the object is handed to touches it, and with it every member array
+    /// (`add_member_arrays`).
+    pub(super) fn object_array(&mut self, n: Node) -> Option<ArrayId> {
+        if n.kind() != "identifier" {
+            return None;
+        }
+        let name = self.text(n);
+        match self.lookup(&name)? {
+            Binding::Value(Expr::Param(pid)) => {
+                let p = self.k.params.get(pid.0 as usize)?;
+                if p.ty != ScalarType::Other {
+                    return None;
+                }
+                let pname = p.name.clone();
+                self.k
+                    .arrays
+                    .iter()
+                    .position(|a| a.origin == ArrayOrigin::Param(pid.0) && a.name == pname)
+                    .map(|i| ArrayId(i as u32))
+            }
+            Binding::Array(id) => {
+                let a = self.k.arrays.get(id.0 as usize)?;
+                (a.origin == ArrayOrigin::DeviceGlobal && a.dims.is_empty()).then_some(id)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Unmodelled code that may touch an object's memory may touch its member arrays too, also
+/// those made after it (a member first used after the call).
+pub(super) fn add_member_arrays(b: &mut Block, owners: &[(ArrayId, ArrayId)]) {
+    if owners.is_empty() {
+        return;
+    }
+    for s in b.iter_mut() {
+        match s {
+            Stmt::Opaque(o) => {
+                for (owner, member) in owners {
+                    if o.arrays.contains(owner) && !o.arrays.contains(member) {
+                        o.arrays.push(*member);
+                    }
+                }
+            }
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                add_member_arrays(then_branch, owners);
+                add_member_arrays(else_branch, owners);
+            }
+            Stmt::Loop(l) => {
+                add_member_arrays(&mut l.init, owners);
+                add_member_arrays(&mut l.cond_effects, owners);
+                add_member_arrays(&mut l.step, owners);
+                add_member_arrays(&mut l.body, owners);
+            }
+            _ => {}
         }
     }
 }

@@ -437,6 +437,9 @@ pub(crate) struct Lowerer<'a, 't> {
     /// The arrays of pointer members of parameters of unknown types and of struct globals,
     /// by `obj.member` (member_pointers.rs).
     pub member_arrays: HashMap<String, ArrayId>,
+    /// (the object's array, a member array): unmodelled code touching the first may touch
+    /// the second (member_pointers.rs).
+    pub member_owners: Vec<(ArrayId, ArrayId)>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -493,6 +496,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             shared_unions: HashSet::new(),
             dereferenced: HashSet::new(),
             member_arrays: HashMap::new(),
+            member_owners: Vec::new(),
         }
     }
 
@@ -1276,6 +1280,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     fn finish(mut self) -> Kernel {
         let all: Vec<ArrayId> = (0..self.k.arrays.len() as u32).map(ArrayId).collect();
         fix_all_arrays(&mut self.out, &all);
+        member_pointers::add_member_arrays(&mut self.out, &self.member_owners);
         // Unknown code may call a lambda that escaped (cxx/lambdas.rs), in a loop even before
         // the lambda is made.
         cxx::lambdas::add_escaped_locals(&mut self.out, &self.escaped_locals);

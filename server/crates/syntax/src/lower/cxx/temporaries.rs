@@ -28,9 +28,11 @@ impl Lowerer<'_, '_> {
     pub(crate) fn is_temporary(&mut self, e: Node) -> bool {
         match e.kind() {
             "parenthesized_expression" => e.named_child(0).is_some_and(|x| self.is_temporary(x)),
-            "number_literal" | "char_literal" | "true" | "false" | "compound_literal_expression" => {
-                true
-            }
+            "number_literal"
+            | "char_literal"
+            | "true"
+            | "false"
+            | "compound_literal_expression" => true,
             "binary_expression" | "unary_expression" => {
                 let op = e
                     .child_by_field_name("operator")
@@ -65,7 +67,8 @@ impl Lowerer<'_, '_> {
     /// `Name(…)` constructs an object of a class of the file (a value), unless a function of
     /// that name exists too.
     fn constructs_class(&self, name: &str) -> bool {
-        self.tab.classes.get(name).is_some_and(|c| c.is_some()) && !self.tab.funcs.contains_key(name)
+        self.tab.classes.get(name).is_some_and(|c| c.is_some())
+            && !self.tab.funcs.contains_key(name)
     }
 
     /// Every definition of the function `name` in the file returns by value (not a reference,
@@ -92,13 +95,15 @@ impl Lowerer<'_, '_> {
             .flatten()
             .map(|m| m.def.map(|d| d.node));
         // A method declared without its body here: its return type is not seen.
-        funcs.map(Some).chain(methods).any(|d| d.is_none_or(returns_place))
+        funcs
+            .map(Some)
+            .chain(methods)
+            .any(|d| d.is_none_or(returns_place))
     }
 }
 
 /// The function definition returns a reference or a pointer.
 fn returns_place(def: Node) -> bool {
-    def.child_by_field_name("declarator").is_some_and(|d| {
-        matches!(d.kind(), "pointer_declarator" | "reference_declarator")
-    })
+    def.child_by_field_name("declarator")
+        .is_some_and(|d| matches!(d.kind(), "pointer_declarator" | "reference_declarator"))
 }
