@@ -344,7 +344,15 @@ impl<'a, 't> Lowerer<'a, 't> {
             "update_expression" => self.update(n),
             "call_expression" => self.call(n),
             "subscript_expression" => match self.subscript(n) {
-                Ok(p) => Val::S(self.read(p, span)),
+                Ok(p) => {
+                    // A pointer loaded from a `T **` parameter's array (ptr_rows.rs).
+                    let rows = self.rows_of(&p);
+                    let v = self.read(p, span);
+                    match rows {
+                        Some(outer) => Val::P(self.row_pointer(outer, span)),
+                        None => Val::S(v),
+                    }
+                }
                 Err(p) => Val::P(p),
             },
             "pointer_expression" => {

@@ -8,6 +8,7 @@ mod library_calls;
 mod member_pointers;
 mod objects;
 mod pointers;
+mod ptr_rows;
 mod stmt;
 pub(crate) mod types;
 
@@ -21,6 +22,7 @@ use crate::FrontendOptions;
 use cudarace_ir as ir;
 use ir::*;
 use objects::Object;
+use ptr_rows::pointer_levels;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::rc::Rc;
@@ -440,6 +442,9 @@ pub(crate) struct Lowerer<'a, 't> {
     /// (the object's array, a member array): unmodelled code touching the first may touch
     /// the second (member_pointers.rs).
     pub member_owners: Vec<(ArrayId, ArrayId)>,
+    /// The arrays of `T **` kernel parameters: parameter, element type text, and the array of
+    /// the rows their pointers point to, once made (ptr_rows.rs).
+    pub ptr_rows: HashMap<ArrayId, (ParamId, String, Option<ArrayId>)>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -497,6 +502,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             dereferenced: HashSet::new(),
             member_arrays: HashMap::new(),
             member_owners: Vec::new(),
+            ptr_rows: HashMap::new(),
         }
     }
 
@@ -1125,6 +1131,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                 if !untyped_pointer {
                     self.slots[slot].comp = typenames::comp_size(&ty_text);
                 }
+                if shape == Shape::Pointer && !untyped_pointer && pointer_levels(decl) == 2 {
+                    self.ptr_rows.insert(arr, (id, ty_text.clone(), None));
+                }
                 self.bind(&name, Binding::Ptr(slot));
             }
             Shape::Scalar
@@ -1278,6 +1287,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     }
 
     fn finish(mut self) -> Kernel {
+        self.rows_written();
         let all: Vec<ArrayId> = (0..self.k.arrays.len() as u32).map(ArrayId).collect();
         fix_all_arrays(&mut self.out, &all);
         member_pointers::add_member_arrays(&mut self.out, &self.member_owners);
