@@ -16,6 +16,8 @@
 //! reference into shared memory) is bound as a reference, as before.
 
 use super::super::*;
+use crate::collect::FuncDef;
+use crate::consteval::node_text;
 
 /// Operators whose built-in forms yield a value (a prvalue), never an lvalue.
 const VALUE_OPERATORS: &[&str] = &[
@@ -79,13 +81,13 @@ impl Lowerer<'_, '_> {
         };
         !defs.is_empty()
             && !self.tab.protos.contains(name)
-            && defs.iter().all(|d| !returns_place(d.node))
+            && defs.iter().all(|d| !self.returns_place(d))
     }
 
     /// Whether a function or method of the file named `op` (`operator-`) may return a reference
     /// or a pointer (then `a - b` may denote a place).
     fn operator_may_return_place(&self, op: &str) -> bool {
-        let funcs = self.tab.funcs.get(op).into_iter().flatten().map(|d| d.node);
+        let funcs = self.tab.funcs.get(op).into_iter().flatten().copied();
         let methods = self
             .tab
             .classes
@@ -93,17 +95,32 @@ impl Lowerer<'_, '_> {
             .flatten()
             .filter_map(|c| c.methods.get(op))
             .flatten()
-            .map(|m| m.def.map(|d| d.node));
+            .map(|m| m.def);
         // A method declared without its body here: its return type is not seen.
         funcs
             .map(Some)
             .chain(methods)
-            .any(|d| d.is_none_or(returns_place))
+            .any(|d| d.is_none_or(|d| self.returns_place(&d)))
     }
 }
 
-/// The function definition returns a reference or a pointer.
-fn returns_place(def: Node) -> bool {
-    def.child_by_field_name("declarator")
-        .is_some_and(|d| matches!(d.kind(), "pointer_declarator" | "reference_declarator"))
+impl Lowerer<'_, '_> {
+    /// The function definition returns a reference or a pointer, or may (`decltype(auto)`, a
+    /// trailing return type `-> T &`).
+    fn returns_place(&self, d: &FuncDef) -> bool {
+        let text = &self.tab.texts[d.file.0 as usize];
+        let ty = d
+            .node
+            .child_by_field_name("type")
+            .map(|t| node_text(t, text))
+            .unwrap_or_default();
+        d.node
+            .child_by_field_name("declarator")
+            .is_some_and(|decl| {
+                matches!(decl.kind(), "pointer_declarator" | "reference_declarator")
+                    || (ty.contains("auto") || ty.contains("decltype"))
+                        && node_text(decl, text).contains(['&', '*'])
+                    || ty.contains("decltype")
+            })
+    }
 }
