@@ -1025,16 +1025,24 @@ fn unknown_pointer_targets_are_opaque_over_all_arrays() {
     check(
         r#"
 struct Args : BaseFromMissingHeader { float *data; };
-__global__ void k(Args args, float **rows) {
+__global__ void k(Args args, float ***rows) {
   __shared__ float s[4];
   args.data[threadIdx.x] = 1;
-  rows[1][threadIdx.x] = 2;
+  rows[1][2][threadIdx.x] = 2;
+  args.next->data[threadIdx.x] = 3;
 }"#,
         "k",
+        // `args.data`, a member used as a pointer of a parameter of a class the front end does
+        // not model, points to an array of its own (lower/member_pointers.rs); `args.next`,
+        // dereferenced, too, but the pointer its element holds is unknown; so are the pointers
+        // two levels down a `float ***` (lower/ptr_rows.rs follows one level).
         "
-        opaque(write through a pointer with an unknown target; arrays=[args,rows,s]; locals=[])
-        read#0 rows[1]
-        opaque(write through a pointer with an unknown target; arrays=[args,rows,s]; locals=[])
+        write#0 args.data[threadIdx.x] = 1
+        read#1 rows[1]
+        opaque(read through a pointer with an unknown target; arrays=[args,rows,s,args.data,args.next]; locals=[])
+        opaque(write through a pointer with an unknown target; arrays=[args,rows,s,args.data,args.next]; locals=[])
+        read#2 args.next[0]
+        opaque(write through a pointer with an unknown target; arrays=[args,rows,s,args.data,args.next]; locals=[])
         ",
     );
 }

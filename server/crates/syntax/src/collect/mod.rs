@@ -3,6 +3,7 @@
 //! template instantiations, over the main file and every included file.
 
 mod classes;
+mod members;
 use crate::consteval::{eval, node_text, ConstEnv};
 use crate::preprocess::{MacroTable, Preprocessed};
 use classes::{class_def, inherit, out_of_line_method, record_class};
@@ -71,6 +72,8 @@ pub(crate) struct Tables<'t> {
     /// File-level `typedef T Name;` and `using Name = T;`: name → the aliased type's text (the
     /// front end looks through them for library collective classes, `lower/cxx/collectives.rs`).
     pub type_aliases: HashMap<String, String>,
+    /// Member names used as pointers and member names changed, file-wide (`members.rs`).
+    pub member_uses: members::MemberUses,
 }
 
 impl ConstEnv for Tables<'_> {
@@ -264,6 +267,7 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         classes: HashMap::new(),
         roots: trees.iter().map(|t| t.root_node()).collect(),
         type_aliases: HashMap::new(),
+        member_uses: members::MemberUses::default(),
     };
     // Out-of-line method definitions (`float Acc::get(int i) const { … }`): class name, method
     // name, definition; attached to their classes after the walk.
@@ -481,6 +485,7 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
             }
         }
     }
+    t.member_uses = members::member_uses(&t.roots, &t.texts);
     t
 }
 

@@ -707,7 +707,18 @@ impl<'a, 't> Lowerer<'a, 't> {
         let mut bound: Vec<(String, Node<'t>, Shape, ArgVal)> = Vec::new();
         for (i, p) in params.iter().enumerate() {
             let decl = p.child_by_field_name("declarator");
-            let shape = decl.map(declarator_shape).unwrap_or(Shape::Scalar);
+            let mut shape = decl.map(declarator_shape).unwrap_or(Shape::Scalar);
+            // A plain reference (`const P &a`) bound to a temporary: the callee's own copy of
+            // the value, like a by-value parameter (cxx/temporaries.rs).
+            if shape == Shape::Reference
+                && decl.is_some_and(|d| {
+                    d.kind() == "reference_declarator"
+                        && d.named_child(0).is_some_and(|x| x.kind() == "identifier")
+                })
+                && args.get(i).is_some_and(|a| self.is_temporary(*a))
+            {
+                shape = Shape::Scalar;
+            }
             let pname = decl
                 .and_then(declarator_name)
                 .map(|x| node_text(x, &def_text).to_string())

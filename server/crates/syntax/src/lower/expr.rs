@@ -344,7 +344,15 @@ impl<'a, 't> Lowerer<'a, 't> {
             "update_expression" => self.update(n),
             "call_expression" => self.call(n),
             "subscript_expression" => match self.subscript(n) {
-                Ok(p) => Val::S(self.read(p, span)),
+                Ok(p) => {
+                    // A pointer loaded from a `T **` parameter's array (ptr_rows.rs).
+                    let rows = self.rows_of(&p);
+                    let v = self.read(p, span);
+                    match rows {
+                        Some(outer) => Val::P(self.row_pointer(outer, span)),
+                        None => Val::S(v),
+                    }
+                }
                 Err(p) => Val::P(p),
             },
             "pointer_expression" => {
@@ -588,6 +596,11 @@ impl<'a, 't> Lowerer<'a, 't> {
             // A member of a shared struct (or a reference to an element of a struct array).
             let p = self.place_of(n);
             return Val::S(self.read(p, span));
+        }
+        // A pointer member of a parameter of an unknown type or of a struct global the host
+        // fills: a pointer to an array of its own (member_pointers.rs).
+        if let Some(v) = self.member_pointer(arg, &fname, span) {
+            return v;
         }
         match arg.kind() {
             "subscript_expression" | "pointer_expression" | "parenthesized_expression" => {

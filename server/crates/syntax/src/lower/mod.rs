@@ -5,8 +5,10 @@ mod calls;
 pub(crate) mod cxx;
 mod expr;
 mod library_calls;
+mod member_pointers;
 mod objects;
 mod pointers;
+mod ptr_rows;
 mod stmt;
 pub(crate) mod types;
 
@@ -20,6 +22,7 @@ use crate::FrontendOptions;
 use cudarace_ir as ir;
 use ir::*;
 use objects::Object;
+use ptr_rows::pointer_levels;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::rc::Rc;
@@ -433,6 +436,15 @@ pub(crate) struct Lowerer<'a, 't> {
     /// of a type the front end does not know (a pointer `typedef` from a missing header) is a
     /// pointer when used so.
     pub dereferenced: HashSet<String>,
+    /// The arrays of pointer members of parameters of unknown types and of struct globals,
+    /// by `obj.member` (member_pointers.rs).
+    pub member_arrays: HashMap<String, ArrayId>,
+    /// (the object's array, a member array): unmodelled code touching the first may touch
+    /// the second (member_pointers.rs).
+    pub member_owners: Vec<(ArrayId, ArrayId)>,
+    /// The arrays of `T **` kernel parameters: parameter, element type text, and the array of
+    /// the rows their pointers point to, once made (ptr_rows.rs).
+    pub ptr_rows: HashMap<ArrayId, (ParamId, String, Option<ArrayId>)>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -488,6 +500,9 @@ impl<'a, 't> Lowerer<'a, 't> {
             type_aliases: HashMap::new(),
             shared_unions: HashSet::new(),
             dereferenced: HashSet::new(),
+            member_arrays: HashMap::new(),
+            member_owners: Vec::new(),
+            ptr_rows: HashMap::new(),
         }
     }
 
@@ -1116,6 +1131,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                 if !untyped_pointer {
                     self.slots[slot].comp = typenames::comp_size(&ty_text);
                 }
+                if shape == Shape::Pointer && !untyped_pointer && pointer_levels(decl) == 2 {
+                    self.ptr_rows.insert(arr, (id, ty_text.clone(), None));
+                }
                 self.bind(&name, Binding::Ptr(slot));
             }
             Shape::Scalar
@@ -1269,8 +1287,10 @@ impl<'a, 't> Lowerer<'a, 't> {
     }
 
     fn finish(mut self) -> Kernel {
+        self.rows_written();
         let all: Vec<ArrayId> = (0..self.k.arrays.len() as u32).map(ArrayId).collect();
         fix_all_arrays(&mut self.out, &all);
+        member_pointers::add_member_arrays(&mut self.out, &self.member_owners);
         // Unknown code may call a lambda that escaped (cxx/lambdas.rs), in a loop even before
         // the lambda is made.
         cxx::lambdas::add_escaped_locals(&mut self.out, &self.escaped_locals);

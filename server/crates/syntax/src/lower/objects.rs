@@ -870,6 +870,12 @@ impl<'a, 't> Lowerer<'a, 't> {
                     x = arg;
                 }
             }
+            // An object of a type the front end does not know, or a struct global: the memory
+            // it reaches, with its member arrays (member_pointers.rs).
+            if let Some(id) = self.object_array(x) {
+                arrays.push(id);
+                continue;
+            }
             let o = if is_this(x) {
                 self.this_object()
             } else {

@@ -792,7 +792,7 @@ impl<'t> Lowerer<'_, 't> {
 
     /// Whether some function of the file assigns `name` or takes its address (conservatively:
     /// a local of the same name counts too).
-    fn global_assigned(&self, name: &str) -> bool {
+    pub(super) fn global_assigned(&self, name: &str) -> bool {
         self.tab
             .kernels
             .iter()

@@ -8,11 +8,14 @@
 //! - `choice.rs`: a pointer chosen with `?:` between two arrays accesses the one chosen.
 //! - `collectives.rs`: library collective classes (CUB's `BlockReduce(temp).Sum(x)`) as
 //!   what they do to their shared storage: write own slot, barrier, read every slot.
+//! - `temporaries.rs`: a reference parameter bound to a temporary (`f(a - b)`, `f(P(1, 2))`)
+//!   is a by-value parameter: the temporary is the calling thread's own.
 //! - `type_params.rs`: template type parameters bound to classes of the file (`reduce<Add>`).
 
 pub(crate) mod choice;
 pub(crate) mod collectives;
 pub(crate) mod lambdas;
 pub(crate) mod pointer_bumps;
+pub(crate) mod temporaries;
 pub(crate) mod type_params;
 pub(crate) mod vectors;
