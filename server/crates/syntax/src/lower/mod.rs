@@ -331,6 +331,8 @@ pub(crate) enum Binding {
     Object(Rc<Object>),
     /// A lambda: its expression and its captures (see `cxx/lambdas.rs`).
     Lambda(Rc<cxx::lambdas::Lambda>),
+    /// A device function passed by name, or one of a table's (see `cxx/fn_refs.rs`).
+    Functions(Rc<cxx::fn_refs::FnRef>),
 }
 
 /// A lowered expression's value.
@@ -536,9 +538,20 @@ impl<'a, 't> Lowerer<'a, 't> {
             reason: reason.into(),
             span,
             uniform,
+            grid: false,
             distinct: None,
         });
         Expr::Unknown(id)
+    }
+
+    /// An unknown value that is the same in every thread of the grid (a choice the compiler
+    /// makes, such as which overload a call picks).
+    pub fn grid_unknown(&mut self, reason: impl Into<String>, span: Span) -> Expr {
+        let e = self.unknown(reason, span, true);
+        if let Some(u) = self.k.unknowns.last_mut() {
+            u.grid = true;
+        }
+        e
     }
 
     pub fn new_local(&mut self, name: &str, ty: ScalarType, span: Span) -> LocalId {

@@ -86,6 +86,14 @@ fn pick_method<'t>(
     let with_body: Vec<&MethodDef<'t>> = ms.iter().filter(|m| m.def.is_some()).collect();
     let count = |m: &MethodDef| m.def.map(|d| super::calls::param_count(&d)).unwrap_or(0);
     let fitting: Vec<&&MethodDef<'t>> = with_body.iter().filter(|m| count(m) == nargs).collect();
+    // An overload with default arguments (or `...`) may take a call of fewer arguments.
+    let optional = with_body.iter().any(|m| {
+        m.def
+            .is_some_and(|d| cxx::overloads::has_optional_params(&d))
+    });
+    if optional && with_body.len() > 1 {
+        return Err("overloaded methods are not told apart");
+    }
     match (fitting.as_slice(), with_body.as_slice()) {
         ([m], _) => Ok(***m),
         // Overloads are chosen by argument types, which the front end does not know.
@@ -932,7 +940,16 @@ impl<'a, 't> Lowerer<'a, 't> {
                 self.inline(method, &def, None, n, args, this, want_place)
             }
             Ok(_) => self.opaque_method(Some(obj), method, "its body is not available", n, args),
-            Err(why) => self.opaque_method(Some(obj), method, why, n, args),
+            Err(why) => {
+                // Overloads the front end cannot tell apart: one of them (cxx/overloads.rs).
+                let defs = class
+                    .and_then(|c| c.methods.get(method))
+                    .and_then(|ms| cxx::overloads::candidates(ms, args.len()));
+                match defs {
+                    Some(defs) => self.overload_choice(obj, method, &defs, n, args),
+                    None => self.opaque_method(Some(obj), method, why, n, args),
+                }
+            }
         }
     }
 

@@ -21,6 +21,10 @@
 //! `Add{}(a, b)` and `Add()(a, b)` inline `operator()` with the object as `this`, and a function
 //! object passed to a parameter (`reduce(s, Add())`) binds that parameter.
 //!
+//! Overloads of `operator()` the front end cannot tell apart are each inlined in a branch of
+//! their own (`overloads.rs`); device functions passed by name are callables too
+//! (`fn_refs.rs`).
+//!
 //! What is not modelled keeps the opaque call of before (it may touch any array and may
 //! synchronize): a callable kernel parameter, a lambda in a macro expansion, a template lambda,
 //! a lambda capturing `*this` or a parameter pack, a callable variable that is assigned or whose
@@ -500,7 +504,7 @@ impl<'a, 't> Lowerer<'a, 't> {
 
     /// A call through a lambda or function object that is not modelled: as before, it may
     /// touch any array, change what it captured, and synchronize.
-    fn opaque_callable(
+    pub(crate) fn opaque_callable(
         &mut self,
         name: &str,
         call: Node,
@@ -562,6 +566,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             Binding::Object(o) if self.class_has_method(&o.class, OPERATOR_CALL) => {
                 Some(self.method_call(o, OPERATOR_CALL, call, args, want_place))
             }
+            Binding::Functions(f) => Some(self.call_fn_ref(name, &f, call, args, want_place)),
             _ => None,
         }
     }
@@ -651,7 +656,11 @@ impl<'a, 't> Lowerer<'a, 't> {
             "lambda_expression" => self.make_lambda(a, "lambda").map(Binding::Lambda),
             "identifier" => {
                 let name = self.text(a);
-                match self.lookup(&name)? {
+                let Some(b) = self.lookup(&name) else {
+                    // A device function passed by name (cxx/fn_refs.rs).
+                    return self.function_ref(a).map(Binding::Functions);
+                };
+                match b {
                     Binding::Lambda(l) if by_ref => Some(Binding::Lambda(l)),
                     Binding::Lambda(l) => Some(Binding::Lambda(self.copy_lambda(&l, span))),
                     Binding::Object(o) if self.class_has_method(&o.class, OPERATOR_CALL) => {
@@ -663,10 +672,14 @@ impl<'a, 't> Lowerer<'a, 't> {
                         let copy = self.new_object(&class, &name, key, ObjInit::Copy(o), span);
                         Some(Binding::Object(copy))
                     }
+                    Binding::Functions(f) => Some(Binding::Functions(f)),
                     _ => None,
                 }
             }
-            _ => self.functor_temporary(a).map(Binding::Object),
+            _ => match self.functor_temporary(a) {
+                Some(o) => Some(Binding::Object(o)),
+                None => self.function_ref(a).map(Binding::Functions),
+            },
         }
     }
 
@@ -691,10 +704,14 @@ impl<'a, 't> Lowerer<'a, 't> {
                 match self.lookup(&src) {
                     Some(Binding::Lambda(l)) if by_ref => Some(Binding::Lambda(l)),
                     Some(Binding::Lambda(l)) => Some(Binding::Lambda(self.copy_lambda(&l, span))),
-                    _ => None,
+                    Some(Binding::Functions(f)) => Some(Binding::Functions(f)),
+                    _ => self.function_ref(i).map(Binding::Functions),
                 }
             }
-            _ => self.functor_temporary(i).map(Binding::Object),
+            _ => match self.functor_temporary(i) {
+                Some(o) => Some(Binding::Object(o)),
+                None => self.function_ref(i).map(Binding::Functions),
+            },
         };
         match b {
             Some(b) => {

@@ -8,11 +8,17 @@
 //! - `choice.rs`: a pointer chosen with `?:` between two arrays accesses the one chosen.
 //! - `collectives.rs`: library collective classes (CUB's `BlockReduce(temp).Sum(x)`) as
 //!   what they do to their shared storage: write own slot, barrier, read every slot.
+//! - `overloads.rs`: a call to overloads the front end cannot tell apart inlines each in a
+//!   branch of its own, one taken (the same for every thread).
+//! - `fn_refs.rs`: device functions passed by name (or taken from a `const` table of them)
+//!   and called through a parameter or variable.
 //! - `type_params.rs`: template type parameters bound to classes of the file (`reduce<Add>`).
 
 pub(crate) mod choice;
 pub(crate) mod collectives;
+pub(crate) mod fn_refs;
 pub(crate) mod lambdas;
+pub(crate) mod overloads;
 pub(crate) mod pointer_bumps;
 pub(crate) mod type_params;
 pub(crate) mod vectors;
