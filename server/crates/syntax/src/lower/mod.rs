@@ -1,7 +1,7 @@
 //! Lowering of kernels to the IR: the per-kernel state ([`Lowerer`]), name resolution and the
 //! kernel set-up. Statements, expressions, pointers and calls live in the submodules.
 
-mod calls;
+pub(crate) mod calls;
 pub(crate) mod cxx;
 mod expr;
 mod library_calls;

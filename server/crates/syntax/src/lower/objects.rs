@@ -108,6 +108,8 @@ fn pick_method<'t>(
 impl<'a, 't> Lowerer<'a, 't> {
     /// The class (defined in the file, modelled member by member) a type specifier names.
     pub fn class_of(&self, ty: &str) -> Option<String> {
+        // `Sum<float, int>`: the template arguments (spaces included) go.
+        let ty = without_template_args(ty);
         let words: Vec<&str> = ty
             .split_whitespace()
             .filter(|w| {
@@ -1102,6 +1104,21 @@ impl<'a, 't> Lowerer<'a, 't> {
             None => Err(v),
         }
     }
+}
+
+/// A type's text without its template argument lists (`const Sum<float, int>` → `const Sum`).
+fn without_template_args(ty: &str) -> String {
+    let mut out = String::with_capacity(ty.len());
+    let mut depth = 0usize;
+    for ch in ty.chars() {
+        match ch {
+            '<' => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(ch),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// `this`, possibly parenthesized.

@@ -589,8 +589,8 @@ impl<'a, 't> Lowerer<'a, 't> {
         Some(self.method_call(o, OPERATOR_CALL, call, args, want_place))
     }
 
-    /// `Add{}`, `Add{1.0f}`, `Add()`: a temporary object of a class of the file with an
-    /// `operator()` and no user-declared constructor.
+    /// `Add{}`, `Add{1.0f}`, `Add()`, `Add<T>()`: a temporary object of a class of the file with
+    /// an `operator()` and no user-declared constructor.
     pub(crate) fn functor_temporary(&mut self, n: Node) -> Option<Rc<objects::Object>> {
         self.temporary_object(n, true)
     }
@@ -614,6 +614,11 @@ impl<'a, 't> Lowerer<'a, 't> {
                 n.child_by_field_name("arguments")?,
             ),
             _ => return None,
+        };
+        // `Add`, or an instance of a class template (`Add<T>`, `Add<float, int>`).
+        let ty = match ty.kind() {
+            "template_function" | "template_type" => ty.child_by_field_name("name")?,
+            _ => ty,
         };
         if !matches!(ty.kind(), "identifier" | "type_identifier") {
             return None;
