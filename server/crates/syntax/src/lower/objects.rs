@@ -850,12 +850,21 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
     }
 
-    /// The arrays an object's pointer members may point into.
+    /// The arrays an object's pointer members (also those of its member objects) may point
+    /// into.
     pub fn object_arrays(&self, o: &Object) -> Vec<ArrayId> {
         let mut out = Vec::new();
-        for (_, b) in &o.members {
-            if let Binding::Ptr(s) = b {
-                out.extend(self.slots[*s].base.arrays());
+        let mut stack: Vec<(&Object, u32)> = vec![(o, 0)];
+        while let Some((o, depth)) = stack.pop() {
+            for (_, b) in &o.members {
+                match b {
+                    Binding::Ptr(s) => out.extend(self.slots[*s].base.arrays()),
+                    Binding::PtrArray(base) => out.extend(base.arrays()),
+                    Binding::Object(inner) if depth < 16 => stack.push((inner, depth + 1)),
+                    // Too deep to follow: anything.
+                    Binding::Object(_) => out.push(ALL_ARRAYS),
+                    _ => {}
+                }
             }
         }
         out

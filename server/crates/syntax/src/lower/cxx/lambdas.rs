@@ -747,6 +747,63 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
     }
 
+    /// Whether every `operator()` of `class` only computes on its parameters and its object's
+    /// members: no call (a function, a macro, an atomic), no name of a file-level variable, no
+    /// `__shared__` declaration; and whose data members are pointers and plain scalars (a member
+    /// of another class or of a type the front end does not know may hold pointers it does not
+    /// follow). Called by code the front end does not see, it touches only what that code hands
+    /// it and what the object's pointer members point to.
+    fn call_operator_is_local(&self, class: &str) -> bool {
+        let Some(Some(c)) = self.tab.classes.get(class) else {
+            return false;
+        };
+        let plain = c.fields.iter().all(|f| match f.kind {
+            crate::collect::FieldKind::Pointer => true,
+            crate::collect::FieldKind::Scalar => {
+                let text = &self.tab.texts[c.file.0 as usize];
+                crate::typenames::scalar_type(node_text(f.ty, text)) != ScalarType::Other
+            }
+            crate::collect::FieldKind::Array => false,
+        });
+        if !plain {
+            return false;
+        }
+        let Some(ms) = c.methods.get(OPERATOR_CALL) else {
+            return false;
+        };
+        ms.iter().all(|m| {
+            let Some(d) = m.def else { return false };
+            let Some(body) = d.node.child_by_field_name("body") else {
+                return false;
+            };
+            let text = &self.tab.texts[d.file.0 as usize];
+            let mut stack = vec![body];
+            let mut count = 0u32;
+            while let Some(n) = stack.pop() {
+                count += 1;
+                if count > 20_000 {
+                    return false;
+                }
+                match n.kind() {
+                    "call_expression" | "ERROR" | "gnu_asm_expression" | "asm_statement" => {
+                        return false
+                    }
+                    "identifier" => {
+                        let s = node_text(n, text);
+                        if self.tab.globals.contains_key(s) || self.tab.macros.contains_key(s) {
+                            return false;
+                        }
+                    }
+                    "declaration" if node_text(n, text).contains("__shared__") => return false,
+                    _ => {}
+                }
+                let mut cur = n.walk();
+                stack.extend(n.children(&mut cur));
+            }
+            true
+        })
+    }
+
     /// What a callable handed to a call that is not inlined may touch: any array, and the
     /// locals a lambda (or a function object's members) may change.
     pub(crate) fn callable_reach(&mut self, a: Node) -> Option<(Vec<ArrayId>, Vec<LocalId>)> {
@@ -760,12 +817,40 @@ impl<'a, 't> Lowerer<'a, 't> {
                 let name = self.text(a);
                 match self.lookup(&name)? {
                     Binding::Lambda(l) => Some((vec![ALL_ARRAYS], lambda_locals(&l))),
-                    // Its `operator()` may touch arrays its members do not reach.
+                    // An `operator()` that only computes on its parameters and members reaches
+                    // what the call reaches and what its members point to; any other may touch
+                    // arrays its members do not reach.
                     Binding::Object(o) if self.class_has_method(&o.class, OPERATOR_CALL) => {
+                        if self.call_operator_is_local(&o.class) {
+                            return Some((self.object_arrays(&o), o.locals()));
+                        }
                         Some((vec![ALL_ARRAYS], o.locals()))
                     }
                     _ => None,
                 }
+            }
+            // A temporary function object (`Keep{out}`, `Less<T>()`): as a variable holding
+            // one; a local `operator()` is left to the caller, which follows the temporary's
+            // pointer members.
+            "compound_literal_expression" | "call_expression" => {
+                let ty = if a.kind() == "call_expression" {
+                    a.child_by_field_name("function")?
+                } else {
+                    a.child_by_field_name("type")?
+                };
+                let ty = match ty.kind() {
+                    "template_function" | "template_type" => ty.child_by_field_name("name")?,
+                    "identifier" | "type_identifier" => ty,
+                    _ => return None,
+                };
+                let class = self.class_of(&self.text(ty))?;
+                if !self.class_has_method(&class, OPERATOR_CALL)
+                    || self.call_operator_is_local(&class)
+                {
+                    return None;
+                }
+                let (_, locals) = self.mentions(a);
+                Some((vec![ALL_ARRAYS], locals))
             }
             _ => None,
         }
