@@ -502,18 +502,24 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
                 v
             })
             .unwrap_or_default();
+        // Instantiations are kept by the kernel's name: an overloaded name gets none deduced
+        // (they would be tried on every overload).
         let kernels: Vec<FuncDef<'t>> = t
             .funcs
             .get(&name)
             .into_iter()
             .flatten()
-            .filter(|d| {
-                d.is_kernel
-                    && d.template_params.is_some()
-                    && crate::lower::calls::param_count(d) == args.len()
-            })
+            .filter(|d| d.is_kernel)
             .copied()
             .collect();
+        let kernels: Vec<FuncDef<'t>> = match kernels.as_slice() {
+            [k] if k.template_params.is_some()
+                && crate::lower::calls::param_count(k) == args.len() =>
+            {
+                vec![*k]
+            }
+            _ => Vec::new(),
+        };
         let entry = deductions.entry(name.clone()).or_default();
         let deduced = match kernels.as_slice() {
             [k] => crate::lower::cxx::type_params::deduced_template_args(
