@@ -138,7 +138,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             branches.pop().unwrap_or_default()
         };
         while let Some(b) = branches.pop() {
-            let cond = conds.pop().unwrap_or_else(|| Expr::Bool(true));
+            let cond = conds.pop().unwrap_or(Expr::Bool(true));
             tail = vec![Stmt::If {
                 cond,
                 then_branch: b,
