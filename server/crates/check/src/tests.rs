@@ -107,6 +107,7 @@ pub(crate) mod ir {
                 reason: "the result of `f()`".into(),
                 span: sp(0),
                 uniform,
+                grid: false,
                 distinct: None,
             });
             Expr::Unknown(UnknownId(self.k.unknowns.len() as u32 - 1))

@@ -239,6 +239,9 @@ pub struct UnknownValue {
     pub reason: String,
     pub span: Span,
     pub uniform: bool,
+    /// The same in every thread of the grid, not only of a block (a choice the compiler makes,
+    /// such as which overload a call picks); implies `uniform`.
+    pub grid: bool,
     /// Known to differ from other values (atomic tickets); `None` for most unknowns.
     pub distinct: Option<Distinct>,
 }

@@ -1678,7 +1678,7 @@ struct Acc {
   template <int N> __device__ void t() { p[N] = 1; }
   __device__ float operator[](int i) const { return p[i]; }
   __device__ void decl_only();
-  __device__ void ov(int i) { p[i] = 1; }
+  __device__ void ov(int i, int j = 0) { p[i] = 1; }
   __device__ void ov(float f) { p[0] = f; }
 };
 __global__ void kv(float *a) { Acc x = {a}; x.v(); }
@@ -1720,6 +1720,76 @@ __global__ void kd(float *a) { Acc x = {a}; x.decl_only(); }
             pretty::body(k)
         );
     }
+}
+
+#[test]
+fn overloads_not_told_apart_are_inlined_one_of_them() {
+    // Two overloads of one arity: each inlined in a branch, chosen by one unknown for the grid.
+    let src = r#"
+struct Acc {
+  float *p;
+  __device__ void ov(int i) { p[i] = 1; }
+  __device__ void ov(float f) { p[0] = f; }
+};
+__global__ void k(float *a) { Acc x = {a}; x.ov(threadIdx.x); }
+"#;
+    let f = lower_str(src);
+    let k = kernel(&f, "k");
+    assert!(
+        !k.body.iter().any(|s| matches!(s, Stmt::Opaque(_))),
+        "{}",
+        pretty::body(k)
+    );
+    let Some(Stmt::If {
+        cond: Expr::Unknown(u),
+        then_branch,
+        else_branch,
+        ..
+    }) = k.body.iter().find(|s| matches!(s, Stmt::If { .. }))
+    else {
+        panic!("no choice:\n{}", pretty::body(k))
+    };
+    let writes = |b: &Block| {
+        b.iter()
+            .any(|s| matches!(s, Stmt::Access(a) if a.mode == AccessMode::Write))
+    };
+    assert!(
+        writes(then_branch) && writes(else_branch),
+        "{}",
+        pretty::body(k)
+    );
+    let u = &k.unknowns[u.0 as usize];
+    assert!(u.grid && u.uniform, "{u:?}");
+}
+
+#[test]
+fn functions_passed_by_name_or_from_a_const_table_are_inlined() {
+    let src = r#"
+__device__ void one(float *p, int i) { p[i] = 1; }
+__device__ void two(float *p, int i) { p[0] = 2; }
+typedef void (*fn_t)(float *, int);
+__device__ fn_t const table[2] = {one, two};
+__device__ fn_t mutable_table[2] = {one, two};
+template <typename F> __device__ void call(F f, float *p) { f(p, threadIdx.x); }
+__global__ void by_name(float *a) { call(one, a); }
+__global__ void by_table(float *a, int m) { call(table[m], a); }
+__global__ void by_mutable_table(float *a, int m) { call(mutable_table[m], a); }
+"#;
+    let f = lower_str(src);
+    let opaque = |k: &Kernel| k.body.iter().any(|s| matches!(s, Stmt::Opaque(_)));
+    let k = kernel(&f, "by_name");
+    assert!(!opaque(k), "{}", pretty::body(k));
+    let k = kernel(&f, "by_table");
+    assert!(!opaque(k), "{}", pretty::body(k));
+    // `m == 0`: `one`, `m == 1`: `two`, nothing else.
+    let ifs = k
+        .body
+        .iter()
+        .filter(|s| matches!(s, Stmt::If { .. }))
+        .count();
+    assert_eq!(ifs, 1, "{}", pretty::body(k));
+    let k = kernel(&f, "by_mutable_table");
+    assert!(opaque(k), "{}", pretty::body(k));
 }
 
 #[test]

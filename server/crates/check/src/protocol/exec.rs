@@ -605,11 +605,22 @@ impl<'k> Exec<'k> {
                 None => self.fresh_unknown(true, "load", "data read from memory".into()),
             },
             Expr::Unknown(u) => {
-                let (uniform, reason, distinct) = match self.k.unknowns.get(u.0 as usize) {
-                    Some(uv) => (uv.uniform, uv.reason.clone(), uv.distinct.clone()),
-                    None => (false, "an unmodelled value".to_string(), None),
+                let (uniform, grid, reason, distinct) = match self.k.unknowns.get(u.0 as usize) {
+                    Some(uv) => (uv.uniform, uv.grid, uv.reason.clone(), uv.distinct.clone()),
+                    None => (false, false, "an unmodelled value".to_string(), None),
                 };
-                let t = self.fresh_unknown(!uniform, "unknown", reason);
+                let t = if grid {
+                    // No prefix: one value for both threads, in the same block or not.
+                    let info = VarInfo {
+                        sort: Sort::Int,
+                        reason: Some(reason),
+                        lo: None,
+                        hi: None,
+                    };
+                    self.fresh("", "unknown", info)
+                } else {
+                    self.fresh_unknown(!uniform, "unknown", reason)
+                };
                 if let (Some(d), Term::Var(name)) = (distinct, &t) {
                     self.record_distinct(name, d);
                 }

@@ -471,6 +471,7 @@ fn unknown_values_only_matter_when_they_steer() {
         reason: "rand()".into(),
         span: Span::default(),
         uniform: false,
+        grid: false,
         distinct: None,
     });
     let unk = Expr::Unknown(UnknownId(0));

@@ -477,11 +477,81 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
             }
         }
     }
+    let class_names: HashSet<String> = t.classes.keys().cloned().collect();
+    let class_names: HashSet<&str> = class_names.iter().map(|s| s.as_str()).collect();
+    // Kernel name → per launch: its template arguments (explicit, deduced, or the parameters
+    // themselves), whether one was deduced, and the explicit ones.
+    type Deduction = (Vec<String>, bool, Option<Vec<String>>);
+    let mut deductions: HashMap<String, Vec<Deduction>> = HashMap::new();
     for (call, file) in launches {
         let text = t.texts[file.0 as usize].clone();
-        if let Some(f) = call.child_by_field_name("function") {
-            if let Some((name, args)) = template_args(f, &text) {
-                t.instantiations.entry(name).or_default().push(args);
+        let Some(f) = call.child_by_field_name("function") else {
+            continue;
+        };
+        let explicit = template_args(f, &text);
+        // Type parameters deduced from the launch's arguments (`k<<<g, b>>>(x, Add<T>())`).
+        let (name, given) = match &explicit {
+            Some((n, a)) => (n.clone(), a.clone()),
+            None if f.kind() == "identifier" => (node_text(f, &text).to_string(), Vec::new()),
+            None => continue,
+        };
+        let args: Vec<Node> = call
+            .child_by_field_name("arguments")
+            .map(|a| {
+                let mut c = a.walk();
+                let v: Vec<Node> = a
+                    .named_children(&mut c)
+                    .filter(|x| x.kind() != "comment")
+                    .collect();
+                v
+            })
+            .unwrap_or_default();
+        // Instantiations are kept by the kernel's name: an overloaded name gets none deduced
+        // (they would be tried on every overload).
+        let kernels: Vec<FuncDef<'t>> = t
+            .funcs
+            .get(&name)
+            .into_iter()
+            .flatten()
+            .filter(|d| d.is_kernel)
+            .copied()
+            .collect();
+        let kernels: Vec<FuncDef<'t>> = match kernels.as_slice() {
+            [k] if k.template_params.is_some()
+                && crate::lower::calls::param_count(k) == args.len() =>
+            {
+                vec![*k]
+            }
+            _ => Vec::new(),
+        };
+        let entry = deductions.entry(name.clone()).or_default();
+        let deduced = match kernels.as_slice() {
+            [k] => crate::lower::cxx::type_params::deduced_template_args(
+                k,
+                &given,
+                &args,
+                &t.texts[k.file.0 as usize].clone(),
+                &text,
+                &class_names,
+            ),
+            _ => None,
+        };
+        match deduced {
+            Some((a, d)) => entry.push((a, d, explicit.map(|(_, a)| a))),
+            // Not even the launch's own arguments: nothing deduced for this kernel is trusted.
+            None => entry.push((Vec::new(), false, explicit.map(|(_, a)| a))),
+        }
+    }
+    for (name, launches) in deductions {
+        // A kernel any launch of which deduced a type parameter: every launch's arguments,
+        // the others' parameters left unknown, so that each is checked. Else as before: the
+        // explicit template arguments only.
+        let trusted =
+            launches.iter().any(|(_, d, _)| *d) && launches.iter().all(|(a, _, _)| !a.is_empty());
+        for (args, _, explicit) in launches {
+            let args = if trusted { Some(args) } else { explicit };
+            if let Some(args) = args {
+                t.instantiations.entry(name.clone()).or_default().push(args);
             }
         }
     }

@@ -497,6 +497,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                 self.escaped_locals.extend(locals);
                 Val::S(self.unknown(format!("value of the lambda `{name}`"), span, false))
             }
+            Some(Binding::Functions(_)) => {
+                Val::S(self.unknown(format!("address of the function `{name}`"), span, false))
+            }
             None => match name.as_str() {
                 "warpSize" => Val::S(Expr::Builtin(Builtin::WarpSize)),
                 "NULL" | "nullptr" => Val::S(Expr::Int(0)),

@@ -1,7 +1,7 @@
 //! Lowering of kernels to the IR: the per-kernel state ([`Lowerer`]), name resolution and the
 //! kernel set-up. Statements, expressions, pointers and calls live in the submodules.
 
-mod calls;
+pub(crate) mod calls;
 pub(crate) mod cxx;
 mod expr;
 mod library_calls;
@@ -334,6 +334,8 @@ pub(crate) enum Binding {
     Object(Rc<Object>),
     /// A lambda: its expression and its captures (see `cxx/lambdas.rs`).
     Lambda(Rc<cxx::lambdas::Lambda>),
+    /// A device function passed by name, or one of a table's (see `cxx/fn_refs.rs`).
+    Functions(Rc<cxx::fn_refs::FnRef>),
 }
 
 /// A lowered expression's value.
@@ -551,9 +553,20 @@ impl<'a, 't> Lowerer<'a, 't> {
             reason: reason.into(),
             span,
             uniform,
+            grid: false,
             distinct: None,
         });
         Expr::Unknown(id)
+    }
+
+    /// An unknown value that is the same in every thread of the grid (a choice the compiler
+    /// makes, such as which overload a call picks).
+    pub fn grid_unknown(&mut self, reason: impl Into<String>, span: Span) -> Expr {
+        let e = self.unknown(reason, span, true);
+        if let Some(u) = self.k.unknowns.last_mut() {
+            u.grid = true;
+        }
+        e
     }
 
     pub fn new_local(&mut self, name: &str, ty: ScalarType, span: Span) -> LocalId {

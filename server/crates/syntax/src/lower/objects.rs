@@ -86,6 +86,14 @@ fn pick_method<'t>(
     let with_body: Vec<&MethodDef<'t>> = ms.iter().filter(|m| m.def.is_some()).collect();
     let count = |m: &MethodDef| m.def.map(|d| super::calls::param_count(&d)).unwrap_or(0);
     let fitting: Vec<&&MethodDef<'t>> = with_body.iter().filter(|m| count(m) == nargs).collect();
+    // An overload with default arguments (or `...`) may take a call of fewer arguments.
+    let optional = with_body.iter().any(|m| {
+        m.def
+            .is_some_and(|d| cxx::overloads::has_optional_params(&d))
+    });
+    if optional && with_body.len() > 1 {
+        return Err("overloaded methods are not told apart");
+    }
     match (fitting.as_slice(), with_body.as_slice()) {
         ([m], _) => Ok(***m),
         // Overloads are chosen by argument types, which the front end does not know.
@@ -100,6 +108,8 @@ fn pick_method<'t>(
 impl<'a, 't> Lowerer<'a, 't> {
     /// The class (defined in the file, modelled member by member) a type specifier names.
     pub fn class_of(&self, ty: &str) -> Option<String> {
+        // `Sum<float, int>`: the template arguments (spaces included) go.
+        let ty = without_template_args(ty);
         let words: Vec<&str> = ty
             .split_whitespace()
             .filter(|w| {
@@ -840,12 +850,21 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
     }
 
-    /// The arrays an object's pointer members may point into.
+    /// The arrays an object's pointer members (also those of its member objects) may point
+    /// into.
     pub fn object_arrays(&self, o: &Object) -> Vec<ArrayId> {
         let mut out = Vec::new();
-        for (_, b) in &o.members {
-            if let Binding::Ptr(s) = b {
-                out.extend(self.slots[*s].base.arrays());
+        let mut stack: Vec<(&Object, u32)> = vec![(o, 0)];
+        while let Some((o, depth)) = stack.pop() {
+            for (_, b) in &o.members {
+                match b {
+                    Binding::Ptr(s) => out.extend(self.slots[*s].base.arrays()),
+                    Binding::PtrArray(base) => out.extend(base.arrays()),
+                    Binding::Object(inner) if depth < 16 => stack.push((inner, depth + 1)),
+                    // Too deep to follow: anything.
+                    Binding::Object(_) => out.push(ALL_ARRAYS),
+                    _ => {}
+                }
             }
         }
         out
@@ -938,7 +957,16 @@ impl<'a, 't> Lowerer<'a, 't> {
                 self.inline(method, &def, None, n, args, this, want_place)
             }
             Ok(_) => self.opaque_method(Some(obj), method, "its body is not available", n, args),
-            Err(why) => self.opaque_method(Some(obj), method, why, n, args),
+            Err(why) => {
+                // Overloads the front end cannot tell apart: one of them (cxx/overloads.rs).
+                let defs = class
+                    .and_then(|c| c.methods.get(method))
+                    .and_then(|ms| cxx::overloads::candidates(ms, args.len()));
+                match defs {
+                    Some(defs) => self.overload_choice(obj, method, &defs, n, args),
+                    None => self.opaque_method(Some(obj), method, why, n, args),
+                }
+            }
         }
     }
 
@@ -1091,6 +1119,21 @@ impl<'a, 't> Lowerer<'a, 't> {
             None => Err(v),
         }
     }
+}
+
+/// A type's text without its template argument lists (`const Sum<float, int>` → `const Sum`).
+fn without_template_args(ty: &str) -> String {
+    let mut out = String::with_capacity(ty.len());
+    let mut depth = 0usize;
+    for ch in ty.chars() {
+        match ch {
+            '<' => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(ch),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// `this`, possibly parenthesized.

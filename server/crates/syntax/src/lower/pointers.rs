@@ -375,7 +375,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                     | Some(Binding::PrivateObjects(_))
                     | Some(Binding::Group(_))
                     | Some(Binding::PtrArray(_))
-                    | Some(Binding::Lambda(_)) => Place::Private,
+                    | Some(Binding::Lambda(_))
+                    | Some(Binding::Functions(_)) => Place::Private,
                     Some(Binding::Value(_)) | None => {
                         // Assigned although not seen as assigned (e.g. through a macro): give it
                         // a local from here on. Names we do not know are thread-private.

@@ -21,6 +21,10 @@
 //! `Add{}(a, b)` and `Add()(a, b)` inline `operator()` with the object as `this`, and a function
 //! object passed to a parameter (`reduce(s, Add())`) binds that parameter.
 //!
+//! Overloads of `operator()` the front end cannot tell apart are each inlined in a branch of
+//! their own (`overloads.rs`); device functions passed by name are callables too
+//! (`fn_refs.rs`).
+//!
 //! What is not modelled keeps the opaque call of before (it may touch any array and may
 //! synchronize): a callable kernel parameter, a lambda in a macro expansion, a template lambda,
 //! a lambda capturing `*this` or a parameter pack, a callable variable that is assigned or whose
@@ -500,7 +504,7 @@ impl<'a, 't> Lowerer<'a, 't> {
 
     /// A call through a lambda or function object that is not modelled: as before, it may
     /// touch any array, change what it captured, and synchronize.
-    fn opaque_callable(
+    pub(crate) fn opaque_callable(
         &mut self,
         name: &str,
         call: Node,
@@ -562,6 +566,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             Binding::Object(o) if self.class_has_method(&o.class, OPERATOR_CALL) => {
                 Some(self.method_call(o, OPERATOR_CALL, call, args, want_place))
             }
+            Binding::Functions(f) => Some(self.call_fn_ref(name, &f, call, args, want_place)),
             _ => None,
         }
     }
@@ -584,8 +589,8 @@ impl<'a, 't> Lowerer<'a, 't> {
         Some(self.method_call(o, OPERATOR_CALL, call, args, want_place))
     }
 
-    /// `Add{}`, `Add{1.0f}`, `Add()`: a temporary object of a class of the file with an
-    /// `operator()` and no user-declared constructor.
+    /// `Add{}`, `Add{1.0f}`, `Add()`, `Add<T>()`: a temporary object of a class of the file with
+    /// an `operator()` and no user-declared constructor.
     pub(crate) fn functor_temporary(&mut self, n: Node) -> Option<Rc<objects::Object>> {
         self.temporary_object(n, true)
     }
@@ -609,6 +614,11 @@ impl<'a, 't> Lowerer<'a, 't> {
                 n.child_by_field_name("arguments")?,
             ),
             _ => return None,
+        };
+        // `Add`, or an instance of a class template (`Add<T>`, `Add<float, int>`).
+        let ty = match ty.kind() {
+            "template_function" | "template_type" => ty.child_by_field_name("name")?,
+            _ => ty,
         };
         if !matches!(ty.kind(), "identifier" | "type_identifier") {
             return None;
@@ -651,7 +661,11 @@ impl<'a, 't> Lowerer<'a, 't> {
             "lambda_expression" => self.make_lambda(a, "lambda").map(Binding::Lambda),
             "identifier" => {
                 let name = self.text(a);
-                match self.lookup(&name)? {
+                let Some(b) = self.lookup(&name) else {
+                    // A device function passed by name (cxx/fn_refs.rs).
+                    return self.function_ref(a).map(Binding::Functions);
+                };
+                match b {
                     Binding::Lambda(l) if by_ref => Some(Binding::Lambda(l)),
                     Binding::Lambda(l) => Some(Binding::Lambda(self.copy_lambda(&l, span))),
                     Binding::Object(o) if self.class_has_method(&o.class, OPERATOR_CALL) => {
@@ -663,10 +677,14 @@ impl<'a, 't> Lowerer<'a, 't> {
                         let copy = self.new_object(&class, &name, key, ObjInit::Copy(o), span);
                         Some(Binding::Object(copy))
                     }
+                    Binding::Functions(f) => Some(Binding::Functions(f)),
                     _ => None,
                 }
             }
-            _ => self.functor_temporary(a).map(Binding::Object),
+            _ => match self.functor_temporary(a) {
+                Some(o) => Some(Binding::Object(o)),
+                None => self.function_ref(a).map(Binding::Functions),
+            },
         }
     }
 
@@ -691,10 +709,14 @@ impl<'a, 't> Lowerer<'a, 't> {
                 match self.lookup(&src) {
                     Some(Binding::Lambda(l)) if by_ref => Some(Binding::Lambda(l)),
                     Some(Binding::Lambda(l)) => Some(Binding::Lambda(self.copy_lambda(&l, span))),
-                    _ => None,
+                    Some(Binding::Functions(f)) => Some(Binding::Functions(f)),
+                    _ => self.function_ref(i).map(Binding::Functions),
                 }
             }
-            _ => self.functor_temporary(i).map(Binding::Object),
+            _ => match self.functor_temporary(i) {
+                Some(o) => Some(Binding::Object(o)),
+                None => self.function_ref(i).map(Binding::Functions),
+            },
         };
         match b {
             Some(b) => {
@@ -725,6 +747,63 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
     }
 
+    /// Whether every `operator()` of `class` only computes on its parameters and its object's
+    /// members: no call (a function, a macro, an atomic), no name of a file-level variable, no
+    /// `__shared__` declaration; and whose data members are pointers and plain scalars (a member
+    /// of another class or of a type the front end does not know may hold pointers it does not
+    /// follow). Called by code the front end does not see, it touches only what that code hands
+    /// it and what the object's pointer members point to.
+    fn call_operator_is_local(&self, class: &str) -> bool {
+        let Some(Some(c)) = self.tab.classes.get(class) else {
+            return false;
+        };
+        let plain = c.fields.iter().all(|f| match f.kind {
+            crate::collect::FieldKind::Pointer => true,
+            crate::collect::FieldKind::Scalar => {
+                let text = &self.tab.texts[c.file.0 as usize];
+                crate::typenames::scalar_type(node_text(f.ty, text)) != ScalarType::Other
+            }
+            crate::collect::FieldKind::Array => false,
+        });
+        if !plain {
+            return false;
+        }
+        let Some(ms) = c.methods.get(OPERATOR_CALL) else {
+            return false;
+        };
+        ms.iter().all(|m| {
+            let Some(d) = m.def else { return false };
+            let Some(body) = d.node.child_by_field_name("body") else {
+                return false;
+            };
+            let text = &self.tab.texts[d.file.0 as usize];
+            let mut stack = vec![body];
+            let mut count = 0u32;
+            while let Some(n) = stack.pop() {
+                count += 1;
+                if count > 20_000 {
+                    return false;
+                }
+                match n.kind() {
+                    "call_expression" | "ERROR" | "gnu_asm_expression" | "asm_statement" => {
+                        return false
+                    }
+                    "identifier" => {
+                        let s = node_text(n, text);
+                        if self.tab.globals.contains_key(s) || self.tab.macros.contains_key(s) {
+                            return false;
+                        }
+                    }
+                    "declaration" if node_text(n, text).contains("__shared__") => return false,
+                    _ => {}
+                }
+                let mut cur = n.walk();
+                stack.extend(n.children(&mut cur));
+            }
+            true
+        })
+    }
+
     /// What a callable handed to a call that is not inlined may touch: any array, and the
     /// locals a lambda (or a function object's members) may change.
     pub(crate) fn callable_reach(&mut self, a: Node) -> Option<(Vec<ArrayId>, Vec<LocalId>)> {
@@ -738,12 +817,40 @@ impl<'a, 't> Lowerer<'a, 't> {
                 let name = self.text(a);
                 match self.lookup(&name)? {
                     Binding::Lambda(l) => Some((vec![ALL_ARRAYS], lambda_locals(&l))),
-                    // Its `operator()` may touch arrays its members do not reach.
+                    // An `operator()` that only computes on its parameters and members reaches
+                    // what the call reaches and what its members point to; any other may touch
+                    // arrays its members do not reach.
                     Binding::Object(o) if self.class_has_method(&o.class, OPERATOR_CALL) => {
+                        if self.call_operator_is_local(&o.class) {
+                            return Some((self.object_arrays(&o), o.locals()));
+                        }
                         Some((vec![ALL_ARRAYS], o.locals()))
                     }
                     _ => None,
                 }
+            }
+            // A temporary function object (`Keep{out}`, `Less<T>()`): as a variable holding
+            // one; a local `operator()` is left to the caller, which follows the temporary's
+            // pointer members.
+            "compound_literal_expression" | "call_expression" => {
+                let ty = if a.kind() == "call_expression" {
+                    a.child_by_field_name("function")?
+                } else {
+                    a.child_by_field_name("type")?
+                };
+                let ty = match ty.kind() {
+                    "template_function" | "template_type" => ty.child_by_field_name("name")?,
+                    "identifier" | "type_identifier" => ty,
+                    _ => return None,
+                };
+                let class = self.class_of(&self.text(ty))?;
+                if !self.class_has_method(&class, OPERATOR_CALL)
+                    || self.call_operator_is_local(&class)
+                {
+                    return None;
+                }
+                let (_, locals) = self.mentions(a);
+                Some((vec![ALL_ARRAYS], locals))
             }
             _ => None,
         }

@@ -10,11 +10,17 @@
 //!   what they do to their shared storage: write own slot, barrier, read every slot.
 //! - `temporaries.rs`: a reference parameter bound to a temporary (`f(a - b)`, `f(P(1, 2))`)
 //!   is a by-value parameter: the temporary is the calling thread's own.
+//! - `overloads.rs`: a call to overloads the front end cannot tell apart inlines each in a
+//!   branch of its own, one taken (the same for every thread).
+//! - `fn_refs.rs`: device functions passed by name (or taken from a `const` table of them)
+//!   and called through a parameter or variable.
 //! - `type_params.rs`: template type parameters bound to classes of the file (`reduce<Add>`).
 
 pub(crate) mod choice;
 pub(crate) mod collectives;
+pub(crate) mod fn_refs;
 pub(crate) mod lambdas;
+pub(crate) mod overloads;
 pub(crate) mod pointer_bumps;
 pub(crate) mod temporaries;
 pub(crate) mod type_params;

@@ -5,8 +5,11 @@
 //! inside the inlined function (the kernel), the type parameter `Op` names the class `Add`, so
 //! `Op op;`, `Op{}(a, b)` and `Op()(a, b)` are objects of `Add` (their `operator()` is inlined,
 //! see `lambdas.rs`). A type argument that is not a class of the file leaves the parameter
-//! unknown, as before.
+//! unknown, as before. A launch that passes a temporary function object for a kernel parameter
+//! of a type parameter's type (`k<<<g, b>>>(in, Scale<float>{2.0f})`) deduces that parameter
+//! (see `deduced_template_args`).
 
+use crate::collect::FuncDef;
 use crate::lower::*;
 
 /// The name a type template parameter declares (`class Op`, `typename T = Add`).
@@ -80,4 +83,91 @@ impl<'a, 't> Lowerer<'a, 't> {
         let depth = self.frames.len();
         self.type_params.retain(|(d, _, _)| *d <= depth);
     }
+}
+
+/// The class of a temporary function object the launch passes (`Scale<float>{2.0f}`,
+/// `Add()`): the type's text, when it names a class of the file.
+fn temporary_class(a: Node, text: &str, classes: &HashSet<&str>) -> Option<String> {
+    let ty = match a.kind() {
+        "compound_literal_expression" => a.child_by_field_name("type")?,
+        "call_expression" => a.child_by_field_name("function")?,
+        _ => return None,
+    };
+    let name = match ty.kind() {
+        "template_function" | "template_type" => ty.child_by_field_name("name")?,
+        "identifier" | "type_identifier" => ty,
+        _ => return None,
+    };
+    classes.contains(node_text(name, text)).then(|| {
+        node_text(ty, text)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
+/// The template arguments of a launch of the kernel template `def` that names no (or only
+/// some) template arguments, `k<<<g, b>>>(in, out, Scale<float>{2.0f})`: a type parameter
+/// that is the type of a by-value kernel parameter is deduced from the argument when that is
+/// a temporary of a class of the file (`Op` is `Scale<float>`); the other type parameters stay
+/// themselves (unknown). With whether anything was deduced; `None` when a non-type parameter or
+/// a pack is not given explicitly.
+pub(crate) fn deduced_template_args(
+    def: &FuncDef,
+    explicit: &[String],
+    args: &[Node],
+    ktext: &str,
+    text: &str,
+    classes: &HashSet<&str>,
+) -> Option<(Vec<String>, bool)> {
+    let tp = def.template_params?;
+    let mut c = tp.walk();
+    let list: Vec<Node> = tp.named_children(&mut c).collect();
+    let mut out: Vec<Option<String>> = Vec::new();
+    let mut names: Vec<Option<String>> = Vec::new();
+    for (i, p) in list.iter().enumerate() {
+        let explicit_arg = explicit.get(i).cloned();
+        let name = type_param_name(*p, ktext);
+        if name.is_none() && explicit_arg.is_none() {
+            // A non-type parameter or a pack, not given.
+            return None;
+        }
+        names.push(name);
+        out.push(explicit_arg);
+    }
+    let params = crate::lower::cxx::lambdas::params_of(def.node)?;
+    let mut c = params.walk();
+    let params: Vec<Node> = params
+        .named_children(&mut c)
+        .filter(|p| p.kind().contains("parameter_declaration"))
+        .collect();
+    let mut deduced = false;
+    for (p, a) in params.iter().zip(args) {
+        let (Some(ty), Some(d)) = (
+            p.child_by_field_name("type"),
+            p.child_by_field_name("declarator"),
+        ) else {
+            continue;
+        };
+        if d.kind() != "identifier" {
+            continue;
+        }
+        let ty = node_text(ty, ktext);
+        let Some(i) = names.iter().position(|n| n.as_deref() == Some(ty)) else {
+            continue;
+        };
+        if out[i].is_some() {
+            continue;
+        }
+        if let Some(class) = temporary_class(*a, text, classes) {
+            out[i] = Some(class);
+            deduced = true;
+        }
+    }
+    let args = out
+        .into_iter()
+        .zip(names)
+        .map(|(a, n)| a.or(n).unwrap_or_default())
+        .collect();
+    Some((args, deduced))
 }
