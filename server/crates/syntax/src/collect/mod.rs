@@ -71,6 +71,10 @@ pub(crate) struct Tables<'t> {
     /// File-level `typedef T Name;` and `using Name = T;`: name → the aliased type's text (the
     /// front end looks through them for library collective classes, `lower/cxx/collectives.rs`).
     pub type_aliases: HashMap<String, String>,
+    /// The units that are library fallback class sources: file → the library's name.
+    pub fallback_files: HashMap<u32, Arc<str>>,
+    /// Why a fallback class source was not used (it does not parse).
+    pub library_errors: Vec<String>,
 }
 
 impl ConstEnv for Tables<'_> {
@@ -264,6 +268,12 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         classes: HashMap::new(),
         roots: trees.iter().map(|t| t.root_node()).collect(),
         type_aliases: HashMap::new(),
+        fallback_files: pre
+            .fallbacks
+            .iter()
+            .map(|f| (f.file.0, f.library.clone()))
+            .collect(),
+        library_errors: Vec::new(),
     };
     // Out-of-line method definitions (`float Acc::get(int i) const { … }`): class name, method
     // name, definition; attached to their classes after the walk.
