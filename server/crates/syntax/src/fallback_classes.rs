@@ -146,7 +146,9 @@ mod tests {
 
     #[test]
     fn a_fallback_source_that_does_not_parse_is_not_used_and_said_so() {
-        let opts = with_source("template <typename T> struct Row { T *p; int get(int i) const { return p[i] +; } };");
+        let opts = with_source(
+            "template <typename T> struct Row { T *p; int get(int i) const { return p[i] +; } };",
+        );
         let f = lower_source(None, KERNEL, &opts);
         assert!(f.syntax_errors.is_empty(), "{:?}", f.syntax_errors);
         let k = &f.kernels[0];
@@ -157,6 +159,9 @@ mod tests {
             "{:?}",
             k.library_notes
         );
-        assert!(!k.library_notes.iter().any(|n| n.contains("is the library's fallback")));
+        assert!(!k
+            .library_notes
+            .iter()
+            .any(|n| n.contains("is the library's fallback")));
     }
 }

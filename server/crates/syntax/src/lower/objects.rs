@@ -106,7 +106,9 @@ impl<'a, 't> Lowerer<'a, 't> {
     fn class_of_at(&self, ty: &str, depth: usize) -> Option<String> {
         // The template arguments (`PtrStep<unsigned char>`) are not looked at.
         let ty = match (ty.find('<'), ty.rfind('>')) {
-            (Some(open), Some(close)) if open < close => format!("{}{}", &ty[..open], &ty[close + 1..]),
+            (Some(open), Some(close)) if open < close => {
+                format!("{}{}", &ty[..open], &ty[close + 1..])
+            }
             _ => ty.to_string(),
         };
         let words: Vec<&str> = ty
