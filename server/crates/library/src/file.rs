@@ -52,6 +52,7 @@ pub struct LibraryFile {
     pub collectives: Vec<CollectiveModel>,
     pub launchers: Vec<LauncherModel>,
     pub launch_configs: Vec<LaunchConfigModel>,
+    pub classes: Vec<ClassSource>,
 }
 
 #[derive(Deserialize)]
@@ -68,6 +69,8 @@ struct RawFile {
     launcher: Vec<Spanned<RawLauncher>>,
     #[serde(default, rename = "launch-config")]
     launch_config: Vec<Spanned<RawLaunchConfig>>,
+    #[serde(default)]
+    class: Vec<Spanned<crate::classes::RawClass>>,
 }
 
 /// `[[launcher]]`: a host function that launches the kernel it is given.
@@ -390,6 +393,7 @@ pub fn parse_file(path: &Path, text: &str) -> Result<LibraryFile, LibraryError> 
     let collectives = collectives_of(raw.collective, &library, &error)?;
     let (launchers, launch_configs) =
         launchers_of(raw.launcher, raw.launch_config, &library, &error)?;
+    let classes = crate::classes::classes_of(raw.class, &library, &error)?;
     Ok(LibraryFile {
         name: library,
         description: header.description,
@@ -398,6 +402,7 @@ pub fn parse_file(path: &Path, text: &str) -> Result<LibraryFile, LibraryError> 
         collectives,
         launchers,
         launch_configs,
+        classes,
     })
 }
 
@@ -472,7 +477,7 @@ fn collectives_of(
 }
 
 /// The names of an entry, each an identifier and described once in the file.
-fn entry_names(
+pub(crate) fn entry_names(
     names: Spanned<Vec<Spanned<String>>>,
     what: &str,
     seen: &mut HashSet<String>,

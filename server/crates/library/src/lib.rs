@@ -1,14 +1,16 @@
 //! What cudarace knows about CUDA and its libraries, kept as data (in the spirit of cppcheck's
 //! library files): for each function without a body, whether it synchronizes, what memory it
 //! reads and writes through its pointer arguments, and what its result is; and fallback
-//! definitions of framework macros whose headers are often missing.
+//! definitions of framework macros and classes whose headers are often missing.
 //!
 //! The bundled files (`data/*.toml`) are compiled into the binary; a project adds its own
 //! through `cudarace.toml` (`[library] files = […]`). The format is documented in
 //! `docs/library.md`; [`file`] reads and validates it.
 
+pub mod classes;
 pub mod file;
 
+pub use classes::{defined_names, ClassSource};
 pub use file::{parse_file, LibraryError, LibraryFile};
 
 use std::collections::{BTreeMap, HashMap};
@@ -200,6 +202,8 @@ pub struct Library {
     collectives: HashMap<String, Arc<CollectiveModel>>,
     launchers: HashMap<String, Arc<LauncherModel>>,
     launch_configs: HashMap<String, Arc<LaunchConfigModel>>,
+    /// Fallback class sources by each name they define.
+    classes: HashMap<String, Arc<ClassSource>>,
     /// The names of the loaded files, in load order.
     files: Vec<Arc<str>>,
 }
@@ -228,6 +232,7 @@ pub const BUNDLED: &[(&str, &str)] = &[
     ),
     ("curand.toml", include_str!("../data/curand.toml")),
     ("frameworks.toml", include_str!("../data/frameworks.toml")),
+    ("opencv.toml", include_str!("../data/opencv.toml")),
     ("cub.toml", include_str!("../data/cub.toml")),
     ("cuda-launch.toml", include_str!("../data/cuda-launch.toml")),
 ];
@@ -283,6 +288,12 @@ impl Library {
         for c in f.launch_configs {
             self.launch_configs.insert(c.name.clone(), Arc::new(c));
         }
+        for c in f.classes {
+            let c = Arc::new(c);
+            for n in &c.names {
+                self.classes.insert(n.clone(), c.clone());
+            }
+        }
         self.files.push(f.name);
     }
 
@@ -308,6 +319,26 @@ impl Library {
     /// The launch configuration constructor named `name` (its bare name).
     pub fn launch_config(&self, name: &str) -> Option<&LaunchConfigModel> {
         self.launch_configs.get(name).map(|c| c.as_ref())
+    }
+
+    /// The fallback class source that defines `name`.
+    pub fn class_source(&self, name: &str) -> Option<&Arc<ClassSource>> {
+        self.classes.get(name)
+    }
+
+    /// Every fallback class source (each once; a source whose names were all replaced by a
+    /// later file's is gone).
+    pub fn class_sources(&self) -> Vec<&Arc<ClassSource>> {
+        let mut out: Vec<&Arc<ClassSource>> = Vec::new();
+        let mut names: Vec<&String> = self.classes.keys().collect();
+        names.sort();
+        for n in names {
+            let c = &self.classes[n];
+            if !out.iter().any(|o| Arc::ptr_eq(o, c)) {
+                out.push(c);
+            }
+        }
+        out
     }
 
     pub fn macros(&self) -> impl Iterator<Item = &MacroModel> {

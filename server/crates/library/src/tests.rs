@@ -11,7 +11,8 @@ fn every_bundled_file_reads_and_is_named_for_its_file() {
             !f.functions.is_empty()
                 || !f.macros.is_empty()
                 || !f.collectives.is_empty()
-                || !f.launchers.is_empty(),
+                || !f.launchers.is_empty()
+                || !f.classes.is_empty(),
             "{file} describes nothing"
         );
     }
@@ -33,6 +34,11 @@ fn no_name_is_described_by_two_bundled_files() {
                     .map(|c| format!("collective {}", c.class)),
             )
             .chain(f.launchers.iter().map(|l| format!("launcher {}", l.name)))
+            .chain(
+                f.classes
+                    .iter()
+                    .flat_map(|c| c.names.iter().map(|n| format!("class {n}"))),
+            )
             .chain(
                 f.launch_configs
                     .iter()
@@ -289,4 +295,56 @@ fn malformed_launchers_are_refused_with_file_and_line() {
     );
     assert_eq!(e.line(), 4, "{e}");
     assert!(e.message.contains("different"), "{e}");
+}
+
+const CLASS_HEAD: &str = "[library]\nname = \"x\"\ndescription = \"d\"\n\n[[class]]\n";
+
+#[test]
+fn class_sources_are_read_by_every_name_they_define() {
+    let f = parse_file(
+        Path::new("mylib.toml"),
+        &format!("{CLASS_HEAD}names = [\"Row\", \"Rowf\"]\nsource = \"\"\"\ntemplate <typename T> struct Row {{ T *p; }};\ntypedef Row<float> Rowf;\n\"\"\"\n"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut lib = Library::default();
+    lib.add(f);
+    assert_eq!(lib.class_sources().len(), 1);
+    assert!(lib.class_source("Rowf").is_some());
+    let opencv = Library::bundled();
+    let s = opencv.class_source("PtrStepSzf").expect("OpenCV's typedef");
+    assert!(s.names.iter().any(|n| n == "PtrStep"));
+}
+
+#[test]
+fn malformed_class_entries_are_refused_with_file_and_line() {
+    let cases = [
+        ("names = [\"Row\"]\nsource = \"struct Col { int *p; };\"\n", 7, "does not define `Row`"),
+        ("names = [\"Row\"]\nsource = \"struct Row { int *p; \"\n", 7, "unclosed `{`"),
+        ("names = [\"Row\"]\nsource = \"struct Row { int *p; }};\"\n", 7, "unbalanced `}`"),
+        ("names = [\"Row\"]\nsource = \"\"\"\n#include <row.h>\nstruct Row {};\"\"\"\n", 7, "no preprocessor directive"),
+        ("names = [\"Row\"]\nsource = \"struct Row {}; __global__ void k() {}\"\n", 7, "no kernel"),
+        ("names = [\"Row<T>\"]\nsource = \"struct Row {};\"\n", 6, "not a class name"),
+        ("names = []\nsource = \"struct Row {};\"\n", 6, "`names` is empty"),
+        ("names = [\"Row\"]\nsource = \"  \"\n", 7, "`source` is empty"),
+        ("names = [\"Row\"]\nbody = \"struct Row {};\"\n", 7, "body"),
+        ("names = [\"Row\"]\nsource = \"struct Row {};\"\n[[class]]\nnames = [\"Row\"]\nsource = \"struct Row {};\"\n", 9, "described twice"),
+    ];
+    for (entry, line, what) in cases {
+        let e = err(&format!("{CLASS_HEAD}{entry}"));
+        assert_eq!(e.line(), line, "{e}");
+        assert!(e.message.contains(what), "{e} (wanted: {what})");
+    }
+}
+
+#[test]
+fn defined_names_are_definitions_not_uses_or_forward_declarations() {
+    let d = defined_names(
+        "struct Fwd; template <typename T> struct A : B<T> { typedef T elem; int f(Fwd x); };\nclass C final {};\ntypedef A<float> Af;\nusing Ai = A<int>;\ntypedef void (*Fn)(int);",
+    );
+    for n in ["A", "C", "Af", "Ai", "elem"] {
+        assert!(d.contains(n), "{n} in {d:?}");
+    }
+    for n in ["Fwd", "B", "f", "x"] {
+        assert!(!d.contains(n), "{n} in {d:?}");
+    }
 }

@@ -24,6 +24,7 @@ mod commas;
 mod comparisons;
 mod consteval;
 mod errors;
+mod fallback_classes;
 mod file_index;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -18,6 +18,8 @@ pub(crate) struct ParsedFile {
     pub files: Vec<SourceFile>,
     /// Sorted by place.
     pub syntax_errors: Vec<SyntaxError>,
+    /// Why a fallback class source of the library was not used (it does not parse).
+    pub library_errors: Vec<String>,
 }
 
 /// Preprocesses and parses `text` (read from `path`). `tree`: the file's own tree when the
@@ -32,7 +34,31 @@ pub(crate) fn parse_file(
     let mut files = Vec::new();
     let mut syntax_errors = Vec::new();
     let mut trees = Vec::new();
+    let mut library_errors = Vec::new();
     for (i, u) in pre.units.iter_mut().enumerate() {
+        if let Some(fb) = pre.fallbacks.iter().find(|f| f.file.0 as usize == i) {
+            let mut parsed = crate::fallback_classes::parse(&u.clean);
+            if let Some(e) = parsed.errors.first() {
+                let line = u.clean[..(e.span.start as usize).min(u.clean.len())]
+                    .matches('\n')
+                    .count()
+                    + 1;
+                library_errors.push(format!(
+                    "the fallback class source of library `{}` does not parse (line {line} of its `source`: {}); it is not used",
+                    fb.library, e.message
+                ));
+                let blank: Arc<str> = Arc::from("");
+                parsed = crate::fallback_classes::parse(&blank);
+                u.text = blank.clone();
+            }
+            files.push(SourceFile {
+                path: u.path.clone(),
+                text: u.text.clone(),
+            });
+            u.clean = parsed.clean.clone();
+            trees.push(parsed.tree.clone());
+            continue;
+        }
         files.push(SourceFile {
             path: u.path.clone(),
             text: u.text.clone(),
@@ -61,6 +87,7 @@ pub(crate) fn parse_file(
         trees,
         files,
         syntax_errors,
+        library_errors,
     }
 }
 

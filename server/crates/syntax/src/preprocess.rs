@@ -141,6 +141,8 @@ pub(crate) struct Preprocessed {
     pub units: Vec<Unit>,
     pub macros: MacroTable,
     pub library: Arc<cudarace_library::Library>,
+    /// The units that are the library's fallback class sources (after the file's own units).
+    pub fallbacks: Vec<crate::fallback_classes::FallbackUnit>,
 }
 
 struct Cond {
@@ -224,10 +226,12 @@ pub(crate) fn preprocess(path: Option<&Path>, text: &str, opts: &FrontendOptions
         blank_qualifier_macros(u, &pp.macros);
         blank_attributes(u);
     }
+    let fallbacks = crate::fallback_classes::add_units(&mut units, &library);
     Preprocessed {
         units,
         macros: pp.macros,
         library,
+        fallbacks,
     }
 }
 

@@ -74,6 +74,10 @@ pub(crate) struct Tables<'t> {
     pub type_aliases: HashMap<String, String>,
     /// Member names used as pointers and member names changed, file-wide (`members.rs`).
     pub member_uses: members::MemberUses,
+    /// The units that are library fallback class sources: file → the library's name.
+    pub fallback_files: HashMap<u32, Arc<str>>,
+    /// Why a fallback class source was not used (it does not parse).
+    pub library_errors: Vec<String>,
 }
 
 impl ConstEnv for Tables<'_> {
@@ -268,6 +272,12 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         roots: trees.iter().map(|t| t.root_node()).collect(),
         type_aliases: HashMap::new(),
         member_uses: members::MemberUses::default(),
+        fallback_files: pre
+            .fallbacks
+            .iter()
+            .map(|f| (f.file.0, f.library.clone()))
+            .collect(),
+        library_errors: Vec::new(),
     };
     // Out-of-line method definitions (`float Acc::get(int i) const { … }`): class name, method
     // name, definition; attached to their classes after the walk.

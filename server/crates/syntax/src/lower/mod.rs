@@ -72,7 +72,8 @@ fn lower_file_inner(
     opts: &FrontendOptions,
 ) -> FileIr {
     let parsed = crate::parse::parse_file(path, text, tree, opts);
-    let tables = collect(&parsed.pre, &parsed.trees);
+    let mut tables = collect(&parsed.pre, &parsed.trees);
+    tables.library_errors = parsed.library_errors.clone();
     let index = crate::file_index::index_of(&parsed, &tables, text);
     let mut fir = FileIr {
         files: index.files,
@@ -419,6 +420,8 @@ pub(crate) struct Lowerer<'a, 't> {
     pub tickets: Vec<(UnknownId, ArrayId)>,
     /// Fallback macros of the library that were expanded: name → library.
     pub fallback_macros: std::collections::BTreeMap<String, String>,
+    /// Classes used from the library's fallback class sources: name → library.
+    pub fallback_classes: std::cell::RefCell<std::collections::BTreeMap<String, String>>,
     /// The captures of the lambda `inline` is about to inline (set by `call_lambda`).
     pub lambda_env: Option<Vec<(String, Binding)>>,
     /// Locals that lambdas used as values (stored, chosen with `?:`) may change when they are
@@ -496,6 +499,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             atomic_signs: HashMap::new(),
             tickets: Vec::new(),
             fallback_macros: std::collections::BTreeMap::new(),
+            fallback_classes: Default::default(),
             lambda_env: None,
             escaped_locals: Vec::new(),
             type_params: Vec::new(),
@@ -1332,6 +1336,14 @@ impl<'a, 't> Lowerer<'a, 't> {
                     uv.distinct = None;
                 }
             }
+        }
+        for (name, lib) in self.fallback_classes.take() {
+            self.k.library_notes.push(format!(
+                "`{name}` is the library's fallback definition (`{lib}`): the file and its includes do not define it"
+            ));
+        }
+        for e in &self.tab.library_errors {
+            self.k.library_notes.push(e.clone());
         }
         for (name, lib) in std::mem::take(&mut self.fallback_macros) {
             self.k.library_notes.push(format!(

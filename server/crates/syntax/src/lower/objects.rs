@@ -108,7 +108,12 @@ fn pick_method<'t>(
 impl<'a, 't> Lowerer<'a, 't> {
     /// The class (defined in the file, modelled member by member) a type specifier names.
     pub fn class_of(&self, ty: &str) -> Option<String> {
-        // `Sum<float, int>`: the template arguments (spaces included) go.
+        self.class_of_at(ty, 0)
+    }
+
+    fn class_of_at(&self, ty: &str, depth: usize) -> Option<String> {
+        // `Sum<float, int>`, `PtrStep<unsigned char>`: the template arguments (spaces
+        // included) are not looked at.
         let ty = without_template_args(ty);
         let words: Vec<&str> = ty
             .split_whitespace()
@@ -133,7 +138,23 @@ impl<'a, 't> Lowerer<'a, 't> {
         // A template type parameter bound to a class (cxx/type_params.rs).
         let name = self.type_param_class(&name).unwrap_or(name);
         match self.tab.classes.get(&name) {
-            Some(Some(c)) if c.unmodelled.is_none() => Some(name),
+            Some(Some(c)) if c.unmodelled.is_none() => {
+                if let Some(lib) = self.tab.fallback_files.get(&c.file.0) {
+                    self.fallback_classes
+                        .borrow_mut()
+                        .insert(name.clone(), lib.to_string());
+                }
+                Some(name)
+            }
+            // `typedef PtrStep<float> PtrStepf;`: the class the alias names (a few steps, so
+            // that a cycle of aliases ends).
+            None if depth < 4 => {
+                let aliased = self
+                    .type_aliases
+                    .get(&name)
+                    .or_else(|| self.tab.type_aliases.get(&name))?;
+                self.class_of_at(aliased, depth + 1)
+            }
             _ => None,
         }
     }
