@@ -68,6 +68,17 @@ pub(crate) fn node_text<'a>(n: Node, text: &'a str) -> &'a str {
     text.get(n.byte_range()).unwrap_or("")
 }
 
+/// The named children of `n` (the items of an argument, parameter or initializer list, the
+/// statements of a block), comments left out.
+pub(crate) fn list_items(n: Node) -> Vec<Node> {
+    let mut c = n.walk();
+    let v: Vec<Node> = n
+        .named_children(&mut c)
+        .filter(|x| x.kind() != "comment")
+        .collect();
+    v
+}
+
 pub(crate) fn eval(n: Node, text: &str, env: &dyn ConstEnv, depth: u32) -> Option<i64> {
     if depth > MAX_DEPTH {
         return None;
@@ -139,11 +150,7 @@ pub(crate) fn eval(n: Node, text: &str, env: &dyn ConstEnv, depth: u32) -> Optio
         "call_expression" => {
             let f = n.child_by_field_name("function")?;
             let args = n.child_by_field_name("arguments")?;
-            let mut c = args.walk();
-            let arg_nodes: Vec<_> = args
-                .named_children(&mut c)
-                .filter(|a| a.kind() != "comment")
-                .collect();
+            let arg_nodes: Vec<Node> = list_items(args);
             match f.kind() {
                 "identifier" => {
                     let name = node_text(f, text);

@@ -4,7 +4,7 @@
 
 mod classes;
 mod members;
-use crate::consteval::{eval, node_text, ConstEnv};
+use crate::consteval::{eval, list_items, node_text, ConstEnv};
 use crate::preprocess::{MacroTable, Preprocessed};
 use classes::{class_def, inherit, out_of_line_method, record_class};
 pub(crate) use classes::{ClassDef, FieldKind, MethodDef};
@@ -507,14 +507,7 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         };
         let args: Vec<Node> = call
             .child_by_field_name("arguments")
-            .map(|a| {
-                let mut c = a.walk();
-                let v: Vec<Node> = a
-                    .named_children(&mut c)
-                    .filter(|x| x.kind() != "comment")
-                    .collect();
-                v
-            })
+            .map(list_items)
             .unwrap_or_default();
         // Instantiations are kept by the kernel's name: an overloaded name gets none deduced
         // (they would be tried on every overload).

@@ -7,7 +7,7 @@
 //! arguments, sizes and branch conditions in `relations.rs`.
 
 use crate::collect::{declarator_name, function_declarator, Tables};
-use crate::consteval::{eval, eval_text, node_text, ConstEnv};
+use crate::consteval::{eval, eval_text, list_items, node_text, ConstEnv};
 use crate::preprocess::MacroTable;
 use cudarace_ir::{BinOp, Dim, FileId, LaunchSite, SiteValue, Span, ANY_SIZE};
 use tree_sitter::{Node, Tree};
@@ -117,7 +117,7 @@ fn chevron_launch<'t>(n: Node<'t>, _text: &str) -> Option<Launch<'t>> {
         "qualified_identifier" => declarator_name(f),
         _ => Some(f),
     }?;
-    let sizes = items(cfg);
+    let sizes = list_items(cfg);
     Some(Launch {
         name,
         template_args: (f.kind() == "template_function")
@@ -125,7 +125,7 @@ fn chevron_launch<'t>(n: Node<'t>, _text: &str) -> Option<Launch<'t>> {
             .flatten(),
         grid: sizes.first().copied(),
         block: sizes.get(1).copied(),
-        args: n.child_by_field_name("arguments").map(items),
+        args: n.child_by_field_name("arguments").map(list_items),
     })
 }
 
@@ -158,7 +158,7 @@ fn launcher_call<'t>(tables: &Tables<'t>, n: Node<'t>, text: &str) -> Option<Lau
     {
         return None;
     }
-    let args = items(n.child_by_field_name("arguments")?);
+    let args = list_items(n.child_by_field_name("arguments")?);
     let kernel = kernel_operand(tables, *args.get(model.kernel_arg)?, text)?;
     let (name, template_args) = match kernel.kind() {
         "identifier" => (kernel, None),
@@ -207,7 +207,7 @@ fn kernel_operand<'t>(tables: &Tables<'t>, mut k: Node<'t>, text: &str) -> Optio
             "pointer_expression" => k.child_by_field_name("argument")?,
             "call_expression" => {
                 let f = k.child_by_field_name("function")?;
-                let list = items(k.child_by_field_name("arguments")?);
+                let list = list_items(k.child_by_field_name("arguments")?);
                 let [one] = list.as_slice() else {
                     return None;
                 };
@@ -259,18 +259,8 @@ fn config_sizes<'t>(tables: &Tables<'t>, c: Node<'t>, text: &str) -> Option<(Nod
         return None;
     }
     let model = tables.library.launch_config(name)?;
-    let args = items(list);
+    let args = list_items(list);
     Some((*args.get(model.grid_arg)?, *args.get(model.block_arg)?))
-}
-
-/// The items of an argument (or initializer) list, comments left out.
-fn items(list: Node) -> Vec<Node> {
-    let mut c = list.walk();
-    let v = list
-        .named_children(&mut c)
-        .filter(|a| a.kind() != "comment")
-        .collect();
-    v
 }
 
 impl<'t> HostEnv<'_, 't> {

@@ -181,7 +181,7 @@ impl<'t> HostEnv<'_, 't> {
         block: Option<Node<'t>>,
     ) -> Vec<Option<SiteValue>> {
         match list {
-            Some(list) => self.item_values(&items(list), grid, block),
+            Some(list) => self.item_values(&list_items(list), grid, block),
             None => vec![],
         }
     }
@@ -381,11 +381,7 @@ impl<'t> HostEnv<'_, 't> {
             // name wins.
             "call_expression" if self.library_ceil_div(e, text) => {
                 let list = e.child_by_field_name("arguments")?;
-                let mut c = list.walk();
-                let items: Vec<Node> = list
-                    .named_children(&mut c)
-                    .filter(|a| a.kind() != "comment")
-                    .collect();
+                let items: Vec<Node> = list_items(list);
                 let [a, b] = items.as_slice() else {
                     return None;
                 };

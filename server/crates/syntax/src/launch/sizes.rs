@@ -220,11 +220,7 @@ impl<'t> HostEnv<'_, 't> {
             "declaration" => Vec::new(),
             _ if overwritten => Vec::new(),
             "argument_list" | "initializer_list" => {
-                let mut c = init.walk();
-                let items: Vec<Node> = init
-                    .named_children(&mut c)
-                    .filter(|a| a.kind() != "comment")
-                    .collect();
+                let items: Vec<Node> = list_items(init);
                 let [one] = items.as_slice() else {
                     return None;
                 };
@@ -377,11 +373,7 @@ impl<'t> HostEnv<'_, 't> {
     /// item the file does not fix, `dim3 grid(rows(), 4, 1)`, is [`ANY_SIZE`]: the others
     /// still bind).
     pub(super) fn list_values(&self, args: Node<'t>) -> Option<[Vec<u64>; 3]> {
-        let mut c = args.walk();
-        let items: Vec<Node> = args
-            .named_children(&mut c)
-            .filter(|a| a.kind() != "comment")
-            .collect();
+        let items: Vec<Node> = list_items(args);
         // One item may be another `dim3` (a copy): only an integer expression is an x size.
         if items.len() > 3
             || (items.len() == 1
@@ -406,11 +398,7 @@ impl<'t> HostEnv<'_, 't> {
         list: Node<'t>,
         values: &dyn Fn(Node<'t>) -> Option<Vec<i64>>,
     ) -> Option<[Vec<u64>; 3]> {
-        let mut c = list.walk();
-        let items: Vec<Node> = list
-            .named_children(&mut c)
-            .filter(|a| a.kind() != "comment")
-            .collect();
+        let items: Vec<Node> = list_items(list);
         if items.len() > 3 {
             return None;
         }

@@ -7,14 +7,7 @@ use super::*;
 
 fn args_of(n: Node) -> Vec<Node> {
     match n.child_by_field_name("arguments") {
-        Some(a) => {
-            let mut c = a.walk();
-            let v: Vec<Node> = a
-                .named_children(&mut c)
-                .filter(|x| x.kind() != "comment")
-                .collect();
-            v
-        }
+        Some(a) => list_items(a),
         None => vec![],
     }
 }
@@ -117,14 +110,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     .child_by_field_name("name")
                     .map(|x| self.text(x))
                     .unwrap_or_default();
-                let targs = f.child_by_field_name("arguments").map(|a| {
-                    let mut c = a.walk();
-                    let v: Vec<Node> = a
-                        .named_children(&mut c)
-                        .filter(|x| x.kind() != "comment")
-                        .collect();
-                    v
-                });
+                let targs = f.child_by_field_name("arguments").map(list_items);
                 self.named_call(&name, targs, n, &args, want_place)
             }
             "qualified_identifier" => {
@@ -155,14 +141,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                         .child_by_field_name("name")
                         .map(|x| self.text(x))
                         .unwrap_or_default();
-                    let targs = name_node.child_by_field_name("arguments").map(|a| {
-                        let mut c = a.walk();
-                        let v: Vec<Node> = a
-                            .named_children(&mut c)
-                            .filter(|x| x.kind() != "comment")
-                            .collect();
-                        v
-                    });
+                    let targs = name_node.child_by_field_name("arguments").map(list_items);
                     return self.named_call(&name, targs, n, &args, want_place);
                 }
                 let name = self.text(name_node);

@@ -16,7 +16,7 @@ use crate::collect::{
     collect, declarator_name, function_declarator, kernel_name, qualifiers, FuncDef, GlobalSpace,
     Tables,
 };
-use crate::consteval::node_text;
+use crate::consteval::{list_items, node_text};
 use crate::typenames::{self, declarator_shape, Shape};
 use crate::FrontendOptions;
 use cudarace_ir as ir;

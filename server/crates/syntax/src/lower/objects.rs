@@ -447,11 +447,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             }
             None => ObjInit::Default,
             Some(i) if matches!(i.kind(), "initializer_list" | "argument_list") => {
-                let mut c = i.walk();
-                let kids: Vec<Node> = i
-                    .named_children(&mut c)
-                    .filter(|x| x.kind() != "comment")
-                    .collect();
+                let kids: Vec<Node> = list_items(i);
                 if has_ctor
                     && !(kids.len() == 1
                         && self.object_expr(kids[0]).is_some()
@@ -493,14 +489,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                                 .is_some_and(|f| self.text(f) == class) =>
                     {
                         let args: Vec<Node> = match i.child_by_field_name("arguments") {
-                            Some(a) => {
-                                let mut c = a.walk();
-                                let v: Vec<Node> = a
-                                    .named_children(&mut c)
-                                    .filter(|x| x.kind() != "comment")
-                                    .collect();
-                                v
-                            }
+                            Some(a) => list_items(a),
                             None => vec![],
                         };
                         let o = self.construct_or_opaque(class, var, key, &args, i, span);
@@ -546,11 +535,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         else {
             return;
         };
-        let mut c = params.walk();
-        let ps: Vec<Node> = params
-            .named_children(&mut c)
-            .filter(|p| p.kind() != "comment")
-            .collect();
+        let ps: Vec<Node> = list_items(params);
         let mut args = Vec::new();
         let mut arg_nodes = Vec::new();
         for p in &ps {
@@ -644,14 +629,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             let args: Vec<Node> = kids
                 .iter()
                 .find(|k| matches!(k.kind(), "argument_list" | "initializer_list"))
-                .map(|a| {
-                    let mut c3 = a.walk();
-                    let v: Vec<Node> = a
-                        .named_children(&mut c3)
-                        .filter(|x| x.kind() != "comment")
-                        .collect();
-                    v
-                })
+                .map(|a| list_items(*a))
                 .unwrap_or_default();
             match (fname.and_then(|f| o.member(&f)), args.as_slice()) {
                 (Some(Binding::Local(l)), [a]) => {

@@ -2,15 +2,6 @@
 
 use super::*;
 
-fn named_children_no_comments(n: Node) -> Vec<Node> {
-    let mut c = n.walk();
-    let v: Vec<Node> = n
-        .named_children(&mut c)
-        .filter(|x| x.kind() != "comment")
-        .collect();
-    v
-}
-
 fn declarator_has_pointer(d: Node) -> bool {
     let mut cur = d;
     for _ in 0..32 {
@@ -71,7 +62,7 @@ impl<'a, 't> Lowerer<'a, 't> {
 
     /// The statements of a compound statement, in the current scope.
     pub fn stmts_of(&mut self, compound: Node) {
-        let items = named_children_no_comments(compound);
+        let items = list_items(compound);
         self.stmts(&items);
     }
 
@@ -241,7 +232,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             "switch_statement" => self.switch_stmt(n),
             "goto_statement" => self.opaque_stmt(n, "goto"),
             "labeled_statement" | "attributed_statement" => {
-                let kids = named_children_no_comments(n);
+                let kids = list_items(n);
                 for k in kids {
                     if !matches!(k.kind(), "statement_identifier" | "attribute_declaration") {
                         self.stmt(k);
@@ -249,7 +240,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 }
             }
             "else_clause" => {
-                let kids = named_children_no_comments(n);
+                let kids = list_items(n);
                 for k in kids {
                     self.stmt(k);
                 }
@@ -615,13 +606,13 @@ impl<'a, 't> Lowerer<'a, 't> {
         // Group the cases: (labels (None = default), statements).
         let mut groups: Vec<(Vec<Option<Node>>, Vec<Node>)> = Vec::new();
         let mut pending: Vec<Option<Node>> = Vec::new();
-        for case in named_children_no_comments(body) {
+        for case in list_items(body) {
             if case.kind() != "case_statement" {
                 continue; // code before the first label is unreachable
             }
             let value = case.child_by_field_name("value");
             pending.push(value);
-            let stmts: Vec<Node> = named_children_no_comments(case)
+            let stmts: Vec<Node> = list_items(case)
                 .into_iter()
                 .filter(|s| Some(*s) != value)
                 .collect();
@@ -823,7 +814,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     let mut base = Base::Null;
                     match init {
                         Some(i) if i.kind() == "initializer_list" => {
-                            let kids = named_children_no_comments(i);
+                            let kids = list_items(i);
                             for k in kids {
                                 base = match self.expr(k) {
                                     Val::P(p) => base.join(&p.base),
@@ -977,7 +968,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     fn init_value(&mut self, i: Node) -> Val {
         match i.kind() {
             "argument_list" | "initializer_list" => {
-                let kids = named_children_no_comments(i);
+                let kids = list_items(i);
                 if kids.len() == 1 {
                     self.expr(kids[0])
                 } else {

@@ -198,14 +198,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         let (model, class_type) = self.collective_class(&self.text(constructor))?;
         let ctor_args: Vec<Node> = object
             .child_by_field_name("arguments")
-            .map(|a| {
-                let mut c = a.walk();
-                let v: Vec<Node> = a
-                    .named_children(&mut c)
-                    .filter(|x| x.kind() != "comment")
-                    .collect();
-                v
-            })
+            .map(list_items)
             .unwrap_or_default();
         let [storage_node] = ctor_args.as_slice() else {
             return None;

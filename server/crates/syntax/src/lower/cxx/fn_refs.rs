@@ -98,11 +98,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         if list.kind() != "initializer_list" {
             return None;
         }
-        let mut c = list.walk();
-        let items: Vec<Node> = list
-            .named_children(&mut c)
-            .filter(|x| x.kind() != "comment")
-            .collect();
+        let items: Vec<Node> = list_items(list);
         if items.is_empty() || items.len() > MAX_TABLE {
             return None;
         }

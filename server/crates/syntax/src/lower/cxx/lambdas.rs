@@ -630,11 +630,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         if matches!(self.tab.classes.get(&class), Some(Some(c)) if c.has_constructor) {
             return None;
         }
-        let mut c = list.walk();
-        let kids: Vec<Node> = list
-            .named_children(&mut c)
-            .filter(|x| x.kind() != "comment")
-            .collect();
+        let kids: Vec<Node> = list_items(list);
         let init = if kids.is_empty() {
             ObjInit::Default
         } else if n.kind() == "call_expression"
