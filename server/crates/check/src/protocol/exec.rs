@@ -871,42 +871,42 @@ impl<'k> Exec<'k> {
     }
 
     fn range(&self, t: &Term) -> Range {
-        range_within(t, &|v| self.var_range(v), &|x| self.known_range(x))
+        let known = self.compound_bounds();
+        range_within(t, &|v| self.var_range(v), &|x| {
+            known
+                .iter()
+                .filter(|(c, _)| *c == x)
+                .fold(Range::ANY, |r, (_, b)| r.meet(*b))
+        })
     }
 
-    /// Bounds the path condition states of a compound term (`s < S` with `0 <= s` inside a
-    /// loop: `S >= 1`); variables get theirs from [`Self::var_range`].
-    fn known_range(&self, t: &Term) -> Range {
+    /// Bounds the path condition states of compound terms (`s < S` with `0 <= s` inside a
+    /// loop: `S >= 1`), read once per [`Self::range`] (variables get theirs from
+    /// [`Self::var_range`]).
+    fn compound_bounds(&self) -> Vec<(&Term, Range)> {
         let conj: Vec<&Term> = match &self.pc {
             Term::And(ts) => ts.iter().collect(),
             other => vec![other],
         };
         let lo_of = |t: &Term| range_of(t, &|x| self.declared_range(x)).lo;
         let hi_of = |t: &Term| range_of(t, &|x| self.declared_range(x)).hi;
-        let mut r = Range::ANY;
+        let compound = |t: &Term| !matches!(t, Term::Var(_) | Term::Int(_));
+        let mut out = Vec::new();
         for c in conj {
-            let bound = match c {
-                Term::Lt(a, b) if **b == *t => Range {
-                    lo: lo_of(a).map(|k| k + 1),
-                    hi: None,
-                },
-                Term::Le(a, b) if **b == *t => Range {
-                    lo: lo_of(a),
-                    hi: None,
-                },
-                Term::Lt(a, b) if **a == *t => Range {
-                    lo: None,
-                    hi: hi_of(b).map(|k| k - 1),
-                },
-                Term::Le(a, b) if **a == *t => Range {
-                    lo: None,
-                    hi: hi_of(b),
-                },
-                _ => continue,
+            let (Term::Lt(a, b) | Term::Le(a, b)) = c else {
+                continue;
             };
-            r = r.meet(bound);
+            let strict = matches!(c, Term::Lt(..));
+            if let Some(k) = lo_of(a).filter(|_| compound(b)) {
+                let lo = Some(if strict { k + 1 } else { k });
+                out.push((&**b, Range { lo, hi: None }));
+            }
+            if let Some(k) = hi_of(b).filter(|_| compound(a)) {
+                let hi = Some(if strict { k - 1 } else { k });
+                out.push((&**a, Range { lo: None, hi }));
+            }
         }
-        r
+        out
     }
 
     /// Convert a value of type `from` to type `to` (C conversions; see [`super::ctype`]).
