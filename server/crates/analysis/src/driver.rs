@@ -198,7 +198,6 @@ struct Pending<'k> {
     answers: Vec<Answer>,
     /// The kernel's full limit of one query.
     limits: cudarace_solver::Limits,
-    started: Instant,
     /// Time spent on the kernel in the first pass.
     spent: Duration,
 }
@@ -258,7 +257,10 @@ fn first_pass<'k>(
         slice if two_passes && slice < deadline => (slice, Spent::FirstPass),
         _ => (deadline, spent),
     };
-    let mut answers: Vec<Answer> = vec![Answer::Unsat; queries];
+    // Every query in the order is answered below; one that were not would stay undecided,
+    // never race-free.
+    let mut answers: Vec<Answer> =
+        vec![Answer::Unknown("the query was not asked".to_string()); queries];
     let order = plan.solve_order();
     solve_before(
         &plan.queries,
@@ -276,7 +278,6 @@ fn first_pass<'k>(
             plan,
             answers,
             limits: full,
-            started,
             spent: started.elapsed(),
         });
     }
@@ -294,8 +295,10 @@ fn second_pass(
     let resumed = Instant::now();
     let _span = tracing::debug_span!("kernel", name = %p.kernel.name).entered();
     let _checking = crash::checking_kernel(&p.kernel.name);
-    // No late slice here: the kernel had its share of the budget in the first pass.
-    let (deadline, spent) = kernel_deadline(opts, p.started, file_deadline, false);
+    // No late slice here: the kernel had its share of the budget in the first pass. Its own
+    // budget counts the time it has spent, not the other kernels' first passes in between.
+    let own_start = resumed.checked_sub(p.spent).unwrap_or(resumed);
+    let (deadline, spent) = kernel_deadline(opts, own_start, file_deadline, false);
     let again: Vec<usize> = p
         .plan
         .solve_order()
@@ -755,7 +758,6 @@ mod tests {
             plan,
             answers: first,
             limits: Limits::default(),
-            started: Instant::now(),
             spent: Duration::ZERO,
         };
         // The file's budget is spent: nothing is decided in the second pass.
@@ -763,6 +765,37 @@ mod tests {
         assert_eq!(report.verdict, Verdict::Racy, "{report:?}");
         let reason = report.reason.unwrap_or_default();
         assert!(reason.contains("file's time budget"), "{reason}");
+    }
+
+    /// A kernel's own budget in the second pass counts the time it spent, not the first passes
+    /// of the kernels checked in between: a kernel that waited longer than its budget is still
+    /// asked again.
+    #[test]
+    fn the_second_pass_budget_does_not_count_the_wait_between_passes() {
+        let pool = SolverPool::new(1);
+        let src = "__global__ void k(int *a) { a[0] = threadIdx.x; a[1] = 1; }";
+        let ir = lower_source(None, src, &FrontendOptions::default());
+        let kernel = &ir.kernels[0];
+        let mut opts = Options::default();
+        opts.budget.kernel_time = Duration::from_millis(400);
+        let plan = plan_kernel_until(&ir, kernel, &opts.check, &|| None);
+        let n = plan.queries.len();
+        let pending = Pending {
+            kernel,
+            plan,
+            answers: vec![Answer::Unknown("timeout".into()); n],
+            limits: Limits::default(),
+            spent: Duration::from_millis(10),
+        };
+        // The other kernels' first passes take longer than this kernel's whole budget.
+        std::thread::sleep(Duration::from_millis(450));
+        let report = second_pass(pending, &opts, &pool, None);
+        assert_eq!(report.verdict, Verdict::Racy, "{report:?}");
+        assert!(
+            !report.reason.as_deref().unwrap_or("").contains("budget"),
+            "{:?}",
+            report.reason
+        );
     }
 
     #[test]
