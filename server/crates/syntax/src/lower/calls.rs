@@ -715,6 +715,13 @@ impl<'a, 't> Lowerer<'a, 't> {
                 Some(Binding::Object(_)) if addressed_names(body, &def_text).contains(&pname) => {
                     None
                 }
+                // A function the callee may re-point (`f = other;`, `&f`): not the argument's.
+                Some(Binding::Functions(_))
+                    if addressed_names(body, &def_text).contains(&pname)
+                        || assigned_names(body, &def_text).contains(&pname) =>
+                {
+                    None
+                }
                 c => c,
             };
             let av = match (callable, args.get(i)) {

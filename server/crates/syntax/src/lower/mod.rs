@@ -1305,6 +1305,27 @@ impl<'a, 't> Lowerer<'a, 't> {
 
     fn finish(mut self) -> Kernel {
         self.rows_written();
+        // Code the front end does not see that may touch any array (a lambda or a function of
+        // the file handed to it) may touch the file's writable globals too, also those the
+        // kernel itself never names (`repeat(n, bump)` with `bump` writing a `__device__`
+        // array).
+        if has_all_arrays(&self.out) {
+            let mut names: Vec<String> = self
+                .tab
+                .globals
+                .iter()
+                .filter(|(_, g)| g.space != GlobalSpace::Constant)
+                .map(|(n, _)| n.clone())
+                .collect();
+            names.sort();
+            for n in names {
+                if !self.globals_bound.contains_key(&n) {
+                    let g = self.tab.globals[&n];
+                    let b = self.bind_global(&n, g);
+                    self.globals_bound.insert(n, b);
+                }
+            }
+        }
         let all: Vec<ArrayId> = (0..self.k.arrays.len() as u32).map(ArrayId).collect();
         fix_all_arrays(&mut self.out, &all);
         member_pointers::add_member_arrays(&mut self.out, &self.member_owners);
@@ -1371,6 +1392,22 @@ fn refers_to_undeclared_array(b: &Block, n: usize) -> bool {
         Stmt::Loop(l) => [&l.init, &l.cond_effects, &l.step, &l.body]
             .iter()
             .any(|b| refers_to_undeclared_array(b, n)),
+        _ => false,
+    })
+}
+
+/// Does an opaque effect in `b` touch every array ([`ALL_ARRAYS`])?
+fn has_all_arrays(b: &Block) -> bool {
+    b.iter().any(|s| match s {
+        Stmt::Opaque(o) => o.arrays.contains(&ALL_ARRAYS),
+        Stmt::If {
+            then_branch,
+            else_branch,
+            ..
+        } => has_all_arrays(then_branch) || has_all_arrays(else_branch),
+        Stmt::Loop(l) => [&l.init, &l.cond_effects, &l.step, &l.body]
+            .into_iter()
+            .any(|b| has_all_arrays(b)),
         _ => false,
     })
 }

@@ -15,7 +15,7 @@
 //! after its declaration or whose address is taken.
 
 use super::super::*;
-use crate::collect::{declarator_name, FuncDef, GlobalSpace};
+use crate::collect::{declarator_name, FuncDef};
 
 /// The function(s) a callable variable names.
 #[derive(Debug)]
@@ -83,8 +83,9 @@ impl<'a, 't> Lowerer<'a, 't> {
         let g = self.tab.globals.get(name)?;
         let text = self.tab.texts.get(g.file.0 as usize)?.clone();
         let quals = crate::collect::qualifiers(g.decl, &text);
-        let constant = g.space == GlobalSpace::Constant
-            || quals.iter().any(|q| q == "const" || q == "constexpr");
+        // Only a `const` table: a `__constant__` one the host may overwrite
+        // (`cudaMemcpyToSymbol`, the usual way function pointers reach the device).
+        let constant = quals.iter().any(|q| q == "const" || q == "constexpr");
         if !constant || g.declarator.kind() != "init_declarator" {
             return None;
         }
@@ -111,6 +112,20 @@ impl<'a, 't> Lowerer<'a, 't> {
             names.push(f);
         }
         Some(names)
+    }
+
+    /// Whether `a` names a function of the file (`f`, `&f`, `f<int>`, a variable bound to
+    /// functions), with or without a body: handed to code the front end does not see, it may
+    /// be called there.
+    pub(crate) fn names_functions(&mut self, a: Node) -> bool {
+        let a = super::lambdas::strip_parens(a);
+        if a.kind() == "identifier"
+            && matches!(self.lookup(&self.text(a)), Some(Binding::Functions(_)))
+        {
+            return true;
+        }
+        function_name(a, &self.src.text)
+            .is_some_and(|n| self.lookup(&n).is_none() && self.tab.funcs.contains_key(&n))
     }
 
     /// A function named or taken from a table (`twice`, `&twice`, `cmps[k]`), as an argument or

@@ -61,7 +61,7 @@ pub(crate) struct Capture {
     pub by_value: bool,
 }
 
-fn strip_parens(mut n: Node) -> Node {
+pub(crate) fn strip_parens(mut n: Node) -> Node {
     for _ in 0..32 {
         if n.kind() != "parenthesized_expression" {
             break;
@@ -737,9 +737,9 @@ impl<'a, 't> Lowerer<'a, 't> {
             "lambda_expression" => true,
             "identifier" => {
                 let name = self.text(a);
-                matches!(self.lookup(&name), Some(Binding::Lambda(_)))
+                matches!(self.lookup(&name), Some(Binding::Lambda(_))) || self.names_functions(a)
             }
-            _ => false,
+            _ => self.names_functions(a),
         }
     }
 
@@ -804,6 +804,10 @@ impl<'a, 't> Lowerer<'a, 't> {
     /// locals a lambda (or a function object's members) may change.
     pub(crate) fn callable_reach(&mut self, a: Node) -> Option<(Vec<ArrayId>, Vec<LocalId>)> {
         let a = strip_parens(a);
+        // A function of the file (it may write any array, a `__device__` one too).
+        if self.names_functions(a) {
+            return Some((vec![ALL_ARRAYS], Vec::new()));
+        }
         match a.kind() {
             "lambda_expression" => {
                 let (_, locals) = self.mentions(a);
