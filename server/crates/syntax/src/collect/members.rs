@@ -6,8 +6,8 @@
 //! pointer somewhere is a pointer there, and a member the file never changes keeps the
 //! pointer the host gave it.
 
-use crate::consteval::node_text;
-use std::collections::HashSet;
+use crate::consteval::{list_items, node_text};
+use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
 #[derive(Default)]
@@ -103,8 +103,44 @@ fn pointer_operands(n: Node, text: &str, out: &mut HashSet<String>, depth: u32) 
     }
 }
 
+/// The positions of reference parameters (`T *&p`, `float &x`) of the functions defined in the
+/// files, by name (any overload).
+fn reference_params(roots: &[Node], texts: &[std::sync::Arc<str>]) -> HashMap<String, Vec<usize>> {
+    let mut out: HashMap<String, Vec<usize>> = HashMap::new();
+    for (root, text) in roots.iter().zip(texts) {
+        let mut stack = vec![*root];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "function_declarator" {
+                let name = n.child_by_field_name("declarator").map(|d| {
+                    node_text(d, text)
+                        .rsplit("::")
+                        .next()
+                        .unwrap_or("")
+                        .to_string()
+                });
+                if let (Some(name), Some(params)) = (name, n.child_by_field_name("parameters")) {
+                    for (i, p) in list_items(params).into_iter().enumerate() {
+                        let by_ref = p.child_by_field_name("declarator").is_some_and(|d| {
+                            node_text(d, text).trim_start().starts_with('&')
+                                || d.kind() == "reference_declarator"
+                                || node_text(d, text).contains("*&")
+                        });
+                        if by_ref {
+                            out.entry(name.clone()).or_default().push(i);
+                        }
+                    }
+                }
+            }
+            let mut c = n.walk();
+            stack.extend(n.named_children(&mut c));
+        }
+    }
+    out
+}
+
 pub(crate) fn member_uses(roots: &[Node], texts: &[std::sync::Arc<str>]) -> MemberUses {
     let mut uses = MemberUses::default();
+    let by_ref = reference_params(roots, texts);
     for (root, text) in roots.iter().zip(texts) {
         let text: &str = text;
         // (node, inside a method: a class body or an out-of-line `C::m` definition, where a
@@ -141,6 +177,39 @@ pub(crate) fn member_uses(roots: &[Node], texts: &[std::sync::Arc<str>]) -> Memb
                         .is_some_and(|o| node_text(o, text) == "->");
                     if let (true, Some(a)) = (arrow, n.child_by_field_name("argument")) {
                         pointer_operands(a, text, &mut uses.pointer, 0);
+                    }
+                }
+                // A member passed to a reference parameter of a function of the file
+                // (`swap(p.src, p.dst)`) may be re-pointed there.
+                "call_expression" => {
+                    let callee = n.child_by_field_name("function").map(|f| {
+                        node_text(f, text)
+                            .rsplit("::")
+                            .next()
+                            .unwrap_or("")
+                            .to_string()
+                    });
+                    let refs = callee.and_then(|c| by_ref.get(c.split('<').next().unwrap_or("")));
+                    if let (Some(refs), Some(args)) = (refs, n.child_by_field_name("arguments")) {
+                        for (i, a) in list_items(args).into_iter().enumerate() {
+                            if refs.contains(&i) {
+                                if let Some(f) = member_name(a, text) {
+                                    uses.written.insert(f);
+                                }
+                            }
+                        }
+                    }
+                }
+                // `T *&r = x.f;` / `auto &r = x.f;`: written through the reference.
+                "init_declarator"
+                    if n.child_by_field_name("declarator")
+                        .is_some_and(|d| node_text(d, text).contains('&')) =>
+                {
+                    if let Some(f) = n
+                        .child_by_field_name("value")
+                        .and_then(|v| member_name(v, text))
+                    {
+                        uses.written.insert(f);
                     }
                 }
                 "init_declarator" => {
