@@ -1407,7 +1407,7 @@ fn has_all_arrays(b: &Block) -> bool {
         } => has_all_arrays(then_branch) || has_all_arrays(else_branch),
         Stmt::Loop(l) => [&l.init, &l.cond_effects, &l.step, &l.body]
             .into_iter()
-            .any(|b| has_all_arrays(b)),
+            .any(has_all_arrays),
         _ => false,
     })
 }
