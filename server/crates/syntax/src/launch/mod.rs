@@ -4,7 +4,8 @@
 //!
 //! This file finds the sites and builds each [`LaunchSite`]; what the host function does to a
 //! local before the launch is in `host.rs`, the sizes in `sizes.rs`, and the relations between
-//! arguments, sizes and branch conditions in `relations.rs`.
+//! arguments, sizes and branch conditions in `relations.rs`, the guards before it (`assert(…)`,
+//! `if (…) return;`) in `guards.rs`.
 
 use crate::collect::{declarator_name, function_declarator, Tables};
 use crate::consteval::{eval, eval_text, list_items, node_text, ConstEnv};
@@ -28,6 +29,7 @@ struct HostEnv<'a, 't> {
     since: std::cell::Cell<Option<usize>>,
 }
 
+mod guards;
 mod host;
 mod relations;
 mod sizes;
@@ -284,7 +286,11 @@ impl<'t> HostEnv<'_, 't> {
             block_values,
             grid_dim,
             block_dim,
-            conditions: self.path_conditions(n, args),
+            conditions: {
+                let mut c = self.path_conditions(n, args);
+                c.extend(self.guard_conditions(n, args));
+                c
+            },
             args: args
                 .map(|a| self.item_values(a, launch.grid, launch.block))
                 .unwrap_or_default(),
