@@ -12,6 +12,11 @@
 //! checker with accesses written through lambdas, function objects, an accessor class and `int2`
 //! views ([`GenOptions::cxx`]) while the interpreter runs the plain kernel, so the lowering of
 //! those constructs is held to the same soundness.
+//! Each kernel is also checked once through a launch site in its own text instead of a launch
+//! given from outside ([`site_case`]): a host function launches it with constant sizes and an
+//! argument for `n` (a constant, the block width, or the grid's thread count), the checker binds
+//! the launch and `n` from that site, and the interpreter runs that launch with that `n`, so
+//! launch binding is held to the same soundness. `CUDARACE_DIFF_SITES=0` leaves these out.
 //! `CUDARACE_DIFF_SHOW=N` prints N notes.
 
 use cudarace_analysis::{analyze_source, Options};
@@ -51,10 +56,14 @@ fn oracle_runs(
     block: [u64; 3],
     grid: [u64; 3],
     extra_n: &[i64],
+    fixed_n: Option<i64>,
 ) -> Vec<RunReport> {
     let mut ns: Vec<i64> = vec![0, 5, MAX_PARAM_N];
     ns.extend(extra_n.iter().copied().filter(|n| (0..=64).contains(n)));
     ns.dedup();
+    if let Some(n) = fixed_n {
+        ns = vec![n];
+    }
     let budget = Budget {
         max_steps: 200_000,
         ..Budget::default()
@@ -69,6 +78,45 @@ fn oracle_runs(
         }
     }
     out
+}
+
+/// One launch of one kernel: its sizes and, for a launch written in the checked text, the host
+/// code appended to it and the `n` it passes (the interpreter then runs with that `n` only).
+struct LaunchCase {
+    block: [u64; 3],
+    grid: [u64; 3],
+    site: Option<(String, i64)>,
+}
+
+/// A host function that launches kernel `name` with `block` and `grid`, passing `n` as a
+/// constant, as the block width (`threads`, also the launch's block size) or as the grid's
+/// thread count (`blocks * threads`), chosen by `seed`; and the value `n` has.
+fn site_case(name: &str, seed: u64, block: [u64; 3], grid: [u64; 3]) -> (String, i64) {
+    let (setup, arg, n) = match seed % 3 {
+        0 => {
+            let n = [0, 5, MAX_PARAM_N, 3][(seed / 3 % 4) as usize];
+            (String::new(), n.to_string(), n)
+        }
+        1 => (
+            format!("    const int threads = {};\n", block[0]),
+            "threads".to_string(),
+            block[0] as i64,
+        ),
+        _ => (
+            format!("    int blocks = {}, threads = {};\n", grid[0], block[0]),
+            "blocks * threads".to_string(),
+            (grid[0] * block[0]) as i64,
+        ),
+    };
+    let block_text = match seed % 3 {
+        0 => block[0].to_string(),
+        _ => "threads".to_string(),
+    };
+    let host = format!(
+        "\nvoid launch_{name}(int *g, int *h) {{\n{setup}    dim3 grid({}, {}, {});\n    dim3 block({block_text}, {}, {});\n    {name}<<<grid, block>>>(g, h, {arg});\n}}\n",
+        grid[0], grid[1], grid[2], block[1], block[2]
+    );
+    (host, n)
 }
 
 fn summarize(report: &KernelReport) -> String {
@@ -121,6 +169,10 @@ struct Stats {
     /// Launches whose alarms were not judged because the interpreter stopped at a divergence.
     unjudged_after_divergence: u64,
     inconclusive_reasons: std::collections::BTreeMap<String, u64>,
+    /// Launches written as a launch site in the checked text, and those whose sizes and `n`
+    /// the checker bound from it (its assumed launch says so).
+    site_launches: u64,
+    site_launches_bound: u64,
 }
 
 fn race_spans(runs: &[RunReport]) -> BTreeSet<Span> {
@@ -139,6 +191,7 @@ fn checker_never_misses_what_the_interpreter_sees() {
         tables: env_u64("CUDARACE_DIFF_TABLES", 1) != 0,
         cxx: env_u64("CUDARACE_DIFF_CXX", 1) != 0,
     };
+    let sites = env_u64("CUDARACE_DIFF_SITES", 1) != 0;
     let pool = SolverPool::new(2);
     let mut st = Stats::default();
     let started = std::time::Instant::now();
@@ -167,10 +220,39 @@ fn checker_never_misses_what_the_interpreter_sees() {
         if gk.cxx_text.is_some() {
             st.cxx_kernels += 1;
         }
-        for (block, grid) in launches_for(seed, gk.uses_y) {
+        let mut cases: Vec<LaunchCase> = launches_for(seed, gk.uses_y)
+            .into_iter()
+            .map(|(block, grid)| LaunchCase {
+                block,
+                grid,
+                site: None,
+            })
+            .collect();
+        if sites {
+            let (block, grid) = *launches_for(seed, gk.uses_y).last().expect("two launches");
+            cases.push(LaunchCase {
+                block,
+                grid,
+                site: Some(site_case(&gk.name, seed, block, grid)),
+            });
+        }
+        for case in cases {
+            let (block, grid) = (case.block, case.grid);
             st.checked_launches += 1;
             let mut opts = Options::default();
-            opts.check.launch_override = launch_config(block, grid);
+            let with_site;
+            let checked = match &case.site {
+                Some((host, _)) => {
+                    st.site_launches += 1;
+                    with_site = format!("{checked}{host}");
+                    with_site.as_str()
+                }
+                None => {
+                    opts.check.launch_override = launch_config(block, grid);
+                    checked
+                }
+            };
+            let fixed_n = case.site.as_ref().map(|(_, n)| *n);
             let t0 = std::time::Instant::now();
             let fr = analyze_source(None, checked, &opts, &pool);
             if std::env::var("CUDARACE_DIFF_VERBOSE").is_ok() {
@@ -196,7 +278,16 @@ fn checker_never_misses_what_the_interpreter_sees() {
                 .iter()
                 .filter_map(|f| f.witness.params.get("n").copied())
                 .collect();
-            let runs = oracle_runs(kernel, block, grid, &witness_n);
+            if fixed_n.is_some()
+                && report.assumed_launch.contains(&format!(
+                    "blockDim=({}, {}, {}) gridDim=({}, {}, {})",
+                    block[0], block[1], block[2], grid[0], grid[1], grid[2]
+                ))
+                && report.assumed_launch.contains("n = ")
+            {
+                st.site_launches_bound += 1;
+            }
+            let runs = oracle_runs(kernel, block, grid, &witness_n, fixed_n);
             st.runs += runs.len() as u64;
             for r in &runs {
                 match &r.outcome {
@@ -208,10 +299,16 @@ fn checker_never_misses_what_the_interpreter_sees() {
                     }
                 }
             }
-            let launch_desc = format!(
-                "blockDim=({},{},{}) gridDim=({},{},{})",
-                block[0], block[1], block[2], grid[0], grid[1], grid[2]
-            );
+            let launch_desc = match fixed_n {
+                Some(n) => format!(
+                    "launch site in the text: blockDim=({},{},{}) gridDim=({},{},{}) n={n}",
+                    block[0], block[1], block[2], grid[0], grid[1], grid[2]
+                ),
+                None => format!(
+                    "blockDim=({},{},{}) gridDim=({},{},{})",
+                    block[0], block[1], block[2], grid[0], grid[1], grid[2]
+                ),
+            };
             let racy_run = runs.iter().find(|r| !r.races.is_empty());
             let divergent_run = runs.iter().find(|r| r.divergence.is_some());
             let has_race_finding = report
@@ -354,6 +451,10 @@ fn checker_never_misses_what_the_interpreter_sees() {
         "  given in C++ form            {} kernels ({} launches unknown)",
         st.cxx_kernels, st.cxx_unknown
     );
+    println!(
+        "  launches through a site      {} ({} bound from the site)",
+        st.site_launches, st.site_launches_bound
+    );
     println!("  agreements (sound)           {}", st.agreements);
     println!("  soundness violations         {}", st.violations.len());
     println!(
@@ -406,6 +507,13 @@ fn checker_never_misses_what_the_interpreter_sees() {
             "the generator produced no race or no divergence"
         );
     }
+    // Launch sites that the checker does not bind would test nothing of the binding.
+    assert!(
+        st.site_launches_bound * 10 >= st.site_launches * 8,
+        "the checker bound only {} of {} launch sites",
+        st.site_launches_bound,
+        st.site_launches
+    );
     assert!(
         st.violations.is_empty(),
         "{} soundness violation(s), see above",
