@@ -1676,7 +1676,7 @@ struct Acc {
   float *p;
   virtual __device__ void v() { p[0] = 1; }
   template <int N> __device__ void t() { p[N] = 1; }
-  __device__ float operator[](int i) const { return p[i]; }
+  __device__ float operator[](int i) const;
   __device__ void decl_only();
   __device__ void ov(int i, int j = 0) { p[i] = 1; }
   __device__ void ov(float f) { p[0] = f; }
@@ -1694,7 +1694,10 @@ __global__ void kd(float *a) { Acc x = {a}; x.decl_only(); }
             "kt",
             "method call `.t()` (method templates are not inlined)",
         ),
-        ("ko", "operator `[]` of `Acc` (operators are not inlined)"),
+        (
+            "ko",
+            "method call `.operator[]()` (its body is not available)",
+        ),
         (
             "kd",
             "method call `.decl_only()` (its body is not available)",

@@ -184,14 +184,15 @@ fn method_name<'t>(declarator: Node<'t>, text: &str) -> (Option<String>, bool) {
     };
     match d.kind() {
         "destructor_name" => (None, true),
-        // A function object's `operator()` (called as `op(a, b)`, see `lower/cxx/lambdas.rs`);
-        // other operators are not modelled.
+        // A function object's `operator()` (called as `op(a, b)`, see `lower/cxx/lambdas.rs`)
+        // and an accessor's `operator[]` (`view[i]`, see `lower/pointers.rs`); other operators
+        // are not modelled.
         "operator_name" => {
             let t: String = node_text(d, text)
                 .chars()
                 .filter(|c| !c.is_whitespace())
                 .collect();
-            ((t == "operator()").then_some(t), false)
+            ((t == "operator()" || t == "operator[]").then_some(t), false)
         }
         _ => (
             declarator_name(d).map(|n| node_text(n, text).to_string()),

@@ -10,12 +10,13 @@
 //! reference-returning method used as an lvalue (`obj.at(i) = v`) denotes the place it returns.
 //!
 //! A function object's `operator()` is a method like the others (`op(a, b)` inlines it, see
-//! `cxx/lambdas.rs`).
+//! `cxx/lambdas.rs`), and so is an accessor's `operator[]` (`view[i]`, `rows[y][x]`, see
+//! `pointers.rs`).
 //!
 //! A class with non-virtual base classes defined in the same file (without constructors) has
 //! their data members and methods as its own (merged in `collect.rs`).
 //!
-//! What is not modelled stays opaque, as before: virtual methods, member templates, operators,
+//! What is not modelled stays opaque, as before: virtual methods, member templates, other operators,
 //! overloads of the same arity, constructors with statements, destructors, virtual bases and
 //! bases the file does not define, class templates with non-type parameters, members the front
 //! end cannot bind. A by-value kernel parameter of such a class (or of any type the front end

@@ -277,8 +277,13 @@ impl<'a, 't> Lowerer<'a, 't> {
                         }
                         return Ok(Place::Private);
                     }
+                    Some(Binding::Object(o))
+                        if self.class_has_method(&o.class, OPERATOR_SUBSCRIPT) =>
+                    {
+                        return self.object_subscript(o, n, &idxs, span);
+                    }
                     Some(Binding::Object(o)) => {
-                        // `obj[i]`: an `operator[]` of the class, which is not inlined.
+                        // `obj[i]` on a class without an `operator[]` the file defines.
                         for i in idxs {
                             self.scalar_expr(i);
                         }
@@ -804,5 +809,78 @@ impl<'t> Lowerer<'_, 't> {
                     .child_by_field_name("body")
                     .is_some_and(|b| assigned_names(b, text).contains(name))
             })
+    }
+}
+
+/// The name under which a class's `operator[]` is collected (`collect/classes.rs`).
+pub(crate) const OPERATOR_SUBSCRIPT: &str = "operator[]";
+
+impl Lowerer<'_, '_> {
+    /// `obj[i]` (`obj[i][j]`, …) on an object whose class defines `operator[]`: the operator is
+    /// inlined like any method (`obj.operator[](i)`). A reference it returns is the place; a
+    /// pointer (a row) is indexed further by the next subscripts; a value is read into a fresh
+    /// local (it cannot be assigned to).
+    fn object_subscript(
+        &mut self,
+        o: Rc<Object>,
+        n: Node,
+        idxs: &[Node],
+        span: Span,
+    ) -> Result<Place, PtrVal> {
+        let Some((first, rest)) = idxs.split_first() else {
+            return Ok(Place::Unknown);
+        };
+        self.ref_result = None;
+        let v = self.method_call(o, OPERATOR_SUBSCRIPT, n, &[*first], true);
+        if let Some(place) = self.ref_result.take() {
+            if rest.is_empty() {
+                return Ok(place);
+            }
+            // A reference to a pointer or an object, subscripted again: not followed.
+            for i in rest {
+                self.scalar_expr(*i);
+            }
+            let u = self.unknown("subscript of what `operator[]` returns", span, false);
+            return Err(PtrVal {
+                base: Base::Unknown,
+                off: u,
+                stride: Expr::Int(1),
+                elem_size: None,
+                comp: None,
+            });
+        }
+        match v {
+            // A row: `acc[y][x]` with `T *operator[](int y)`.
+            Val::P(p) if rest.len() <= 1 => match rest.first() {
+                Some(i) => {
+                    let e = self.scalar_expr(*i);
+                    Ok(self.deref(&p, e))
+                }
+                None => Err(p),
+            },
+            Val::S(e) if rest.is_empty() => {
+                let l = self.new_local(
+                    "operator[]",
+                    ScalarType::Int {
+                        bits: 64,
+                        signed: true,
+                    },
+                    span,
+                );
+                let value = self.as_number(e);
+                self.emit(Stmt::Assign {
+                    local: l,
+                    value,
+                    span,
+                });
+                Ok(Place::Local(l))
+            }
+            _ => {
+                for i in rest {
+                    self.scalar_expr(*i);
+                }
+                Ok(Place::Unknown)
+            }
+        }
     }
 }
