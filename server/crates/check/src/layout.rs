@@ -192,6 +192,9 @@ struct Ctx<'a> {
     /// when the row is a multiple of the tile: see [`tile_bounds`]): the atom, the bound, and
     /// the assumption made with it.
     sides: Vec<(String, Poly, Assumption)>,
+    /// Sums of varying values compared as a whole, each a value of its own (by key) wherever an
+    /// index has it as a part (see [`Ctx::with_sums`]).
+    sums: Vec<(Poly, String)>,
     /// Keys given to large values.
     fresh: usize,
 }
@@ -308,6 +311,40 @@ impl Ctx<'_> {
         }
     }
 
+    /// `p` with each compared sum it has as a part (every term of the sum, times one factor)
+    /// replaced by the sum's own value: `ix + pitch * iy` with `ix = tx + 128 * bx` inlined is
+    /// read as `sum + pitch * iy`, the sum bounded by its comparison.
+    fn with_sums(&self, p: Poly) -> Poly {
+        let mut p = p;
+        for (sum, key) in &self.sums {
+            let Some((m0, c0)) = sum.0.iter().next() else {
+                continue;
+            };
+            let Some(c) = p.0.get(m0).copied() else {
+                continue;
+            };
+            if c % c0 != 0 {
+                continue;
+            }
+            let k = c / c0;
+            let whole = sum.0.iter().all(|(m, c)| {
+                c.checked_mul(k)
+                    .is_some_and(|kc| p.0.get(m).copied() == Some(kc))
+            });
+            if !whole {
+                continue;
+            }
+            let replaced = sum
+                .scale(k)
+                .and_then(|s| p.sub(&s))
+                .and_then(|r| r.add(&Poly::mono(k, vec![Atom::Var(key.clone())])));
+            if let Some(r) = replaced {
+                p = r;
+            }
+        }
+        p
+    }
+
     /// `e + delta` when `e` names only sizes and constants.
     fn size_bound(&mut self, e: &Expr, delta: i64) -> Option<Poly> {
         let p = self.poly(e, 0)?;
@@ -361,6 +398,9 @@ pub fn layout_assumptions(
                         _ => unreachable!(),
                     });
                 }
+                // A sum compared as a whole (a `const` local the front end inlined:
+                // `threadIdx.x + blockDim.x * blockIdx.x >= n`), see `Ctx::sums`.
+                Expr::Binary(BinOp::Add | BinOp::Sub, _, _) => {}
                 _ => continue,
             }
             comparisons.push((strip_casts(x).clone(), *op, (**y).clone(), left));
@@ -415,6 +455,7 @@ pub fn layout_assumptions(
         atoms,
         ubs: BTreeMap::new(),
         sides: Vec::new(),
+        sums: Vec::new(),
         fresh: 0,
     };
     for (l, d) in rems {
@@ -438,9 +479,25 @@ pub fn layout_assumptions(
             Expr::Local(l) => local_key(l),
             Expr::Builtin(Builtin::ThreadIdx(d)) => format!("threadIdx.{}", d.name()),
             Expr::Builtin(Builtin::BlockIdx(d)) => format!("blockIdx.{}", d.name()),
-            _ => continue,
+            x => {
+                let Some(sum) = cx.poly(&x, 0) else { continue };
+                if !sum.has_vars() || sum.0.len() < 2 {
+                    continue;
+                }
+                match cx.sums.iter().find(|(p, _)| *p == sum) {
+                    Some((_, k)) => k.clone(),
+                    None => {
+                        let k = cx.key("sum", &x);
+                        cx.sums.push((sum, k.clone()));
+                        k
+                    }
+                }
+            }
         };
         let Some(ub) = cx.size_bound(&y, delta) else {
+            if key.starts_with("sum#") {
+                continue;
+            }
             tiles.push((key, y, delta));
             continue;
         };
@@ -503,6 +560,7 @@ pub fn layout_assumptions(
             break;
         }
         let Some(p) = cx.poly(&e, 0) else { continue };
+        let p = cx.with_sums(p);
         index_assumptions(&cx, &p, known, &mut out);
     }
     out.truncate(MAX_ASSUMPTIONS);
@@ -547,7 +605,9 @@ fn tile_bounds(cx: &mut Ctx, key: String, y: &Expr, delta: i64) {
     let Some(value) = cx.once.get(&l).cloned() else {
         return;
     };
-    let Some(value) = cx.poly(&value, 0) else { return };
+    let Some(value) = cx.poly(&value, 0) else {
+        return;
+    };
     // Every term of the start a multiple of the width (a start of 0 would be no tile).
     let multiple = |q: &Poly| {
         q.0.iter().all(|(m, c)| {
