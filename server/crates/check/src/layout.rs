@@ -188,6 +188,13 @@ struct Ctx<'a> {
     atoms: BTreeSet<LocalId>,
     /// Upper bounds of each varying atom (lower bounds are 0).
     ubs: BTreeMap<String, Vec<Poly>>,
+    /// Upper bounds that hold only under a condition on the sizes (a tile that fits its row
+    /// when the row is a multiple of the tile: see [`tile_bounds`]): the atom, the bound, and
+    /// the assumption made with it.
+    sides: Vec<(String, Poly, Assumption)>,
+    /// Sums of varying values compared as a whole, each a value of its own (by key) wherever an
+    /// index has it as a part (see [`Ctx::with_sums`]).
+    sums: Vec<(Poly, String)>,
     /// Keys given to large values.
     fresh: usize,
 }
@@ -304,6 +311,40 @@ impl Ctx<'_> {
         }
     }
 
+    /// `p` with each compared sum it has as a part (every term of the sum, times one factor)
+    /// replaced by the sum's own value: `ix + pitch * iy` with `ix = tx + 128 * bx` inlined is
+    /// read as `sum + pitch * iy`, the sum bounded by its comparison.
+    fn with_sums(&self, p: Poly) -> Poly {
+        let mut p = p;
+        for (sum, key) in &self.sums {
+            let Some((m0, c0)) = sum.0.iter().next() else {
+                continue;
+            };
+            let Some(c) = p.0.get(m0).copied() else {
+                continue;
+            };
+            if c % c0 != 0 {
+                continue;
+            }
+            let k = c / c0;
+            let whole = sum.0.iter().all(|(m, c)| {
+                c.checked_mul(k)
+                    .is_some_and(|kc| p.0.get(m).copied() == Some(kc))
+            });
+            if !whole {
+                continue;
+            }
+            let replaced = sum
+                .scale(k)
+                .and_then(|s| p.sub(&s))
+                .and_then(|r| r.add(&Poly::mono(k, vec![Atom::Var(key.clone())])));
+            if let Some(r) = replaced {
+                p = r;
+            }
+        }
+        p
+    }
+
     /// `e + delta` when `e` names only sizes and constants.
     fn size_bound(&mut self, e: &Expr, delta: i64) -> Option<Poly> {
         let p = self.poly(e, 0)?;
@@ -357,6 +398,9 @@ pub fn layout_assumptions(
                         _ => unreachable!(),
                     });
                 }
+                // A sum compared as a whole (a `const` local the front end inlined:
+                // `threadIdx.x + blockDim.x * blockIdx.x >= n`), see `Ctx::sums`.
+                Expr::Binary(BinOp::Add | BinOp::Sub, _, _) => {}
                 _ => continue,
             }
             comparisons.push((strip_casts(x).clone(), *op, (**y).clone(), left));
@@ -410,6 +454,8 @@ pub fn layout_assumptions(
         once,
         atoms,
         ubs: BTreeMap::new(),
+        sides: Vec::new(),
+        sums: Vec::new(),
         fresh: 0,
     };
     for (l, d) in rems {
@@ -417,6 +463,8 @@ pub fn layout_assumptions(
             cx.ubs.entry(local_key(l)).or_default().push(ub);
         }
     }
+    // Bounds that name another varying value (`c < c0 + step`), for `tile_bounds`.
+    let mut tiles: Vec<(String, Expr, i64)> = Vec::new();
     for (x, op, y, left) in comparisons {
         // `x < n`, `n > x`: n - 1; `x <= n`, `n >= x`: n. An early exit `if (x >= n) return`
         // or `if (x > n) return` keeps `x` below n, at most n.
@@ -427,14 +475,31 @@ pub fn layout_assumptions(
             (BinOp::Gt, true) | (BinOp::Lt, false) => 0,
             _ => continue,
         };
-        let Some(ub) = cx.size_bound(&y, delta) else {
-            continue;
-        };
         let key = match x {
             Expr::Local(l) => local_key(l),
             Expr::Builtin(Builtin::ThreadIdx(d)) => format!("threadIdx.{}", d.name()),
             Expr::Builtin(Builtin::BlockIdx(d)) => format!("blockIdx.{}", d.name()),
-            _ => continue,
+            x => {
+                let Some(sum) = cx.poly(&x, 0) else { continue };
+                if !sum.has_vars() || sum.0.len() < 2 {
+                    continue;
+                }
+                match cx.sums.iter().find(|(p, _)| *p == sum) {
+                    Some((_, k)) => k.clone(),
+                    None => {
+                        let k = cx.key("sum", &x);
+                        cx.sums.push((sum, k.clone()));
+                        k
+                    }
+                }
+            }
+        };
+        let Some(ub) = cx.size_bound(&y, delta) else {
+            if key.starts_with("sum#") {
+                continue;
+            }
+            tiles.push((key, y, delta));
+            continue;
         };
         let ubs = cx.ubs.entry(key).or_default();
         if !ubs.contains(&ub) {
@@ -484,6 +549,9 @@ pub fn layout_assumptions(
             }
         }
     }
+    for (key, y, delta) in tiles {
+        tile_bounds(&mut cx, key, &y, delta);
+    }
     let mut indices: Vec<Expr> = Vec::new();
     visit_accesses(&kernel.body, &mut |e| indices.push(e.clone()));
     let mut out: Vec<(String, Assumption)> = Vec::new();
@@ -492,10 +560,150 @@ pub fn layout_assumptions(
             break;
         }
         let Some(p) = cx.poly(&e, 0) else { continue };
+        let p = cx.with_sums(p);
         index_assumptions(&cx, &p, known, &mut out);
     }
     out.truncate(MAX_ASSUMPTIONS);
     out.into_iter().map(|(_, a)| a).collect()
+}
+
+/// A value bounded by a tile of its own: `c < c0 + step` where `c0` is a multiple of `step`
+/// (`c0 = threadIdx.x * step`, assigned once) bounded by a size (`c0 < n`, so `c0 <= n - 1`).
+/// The tile `c0 .. c0 + step - 1` ends inside `n` exactly when `n` is a multiple of `step`:
+/// `c <= n - 1`, assuming `n % step == 0` (a kernel that hands each thread a whole tile is
+/// written for sizes that tile; broken, the finding says `only if n % step != 0`). When the
+/// sizes are constants (the launch gives them) the bound is taken only where it holds, and a
+/// multiple of the step (`n = step * m`) needs no assumption.
+fn tile_bounds(cx: &mut Ctx, key: String, y: &Expr, delta: i64) {
+    let Some(p) = cx.poly(y, 0) else { return };
+    // y = c0 + rest: one varying term, a local with coefficient 1.
+    let mut start = None;
+    let mut rest = Poly::default();
+    for (m, c) in &p.0 {
+        if m.iter().any(Atom::is_var) {
+            if start.is_some() || *c != 1 {
+                return;
+            }
+            let [Atom::Var(v)] = m.as_slice() else { return };
+            start = Some(v.clone());
+        } else if rest.push(m.clone(), *c).is_none() {
+            return;
+        }
+    }
+    let Some(start) = start else { return };
+    // The tile's width: `c <= c0 + rest + delta`, so `rest + delta + 1` cells from `c0`.
+    let Some(width) = rest.add(&Poly::constant(delta + 1)) else {
+        return;
+    };
+    let width: Step = match width.0.iter().collect::<Vec<_>>().as_slice() {
+        [(m, c)] if **c > 0 => (**c, m.to_vec()),
+        _ => return,
+    };
+    let Some(l) = cx.once.keys().copied().find(|l| local_key(*l) == start) else {
+        return;
+    };
+    let Some(value) = cx.once.get(&l).cloned() else {
+        return;
+    };
+    let Some(value) = cx.poly(&value, 0) else {
+        return;
+    };
+    // Every term of the start a multiple of the width (a start of 0 would be no tile).
+    let multiple = |q: &Poly| {
+        q.0.iter().all(|(m, c)| {
+            let sizes: Vec<Atom> = m.iter().filter(|a| !a.is_var()).cloned().collect();
+            quotient(&(c.abs(), sizes), &width).is_some()
+        })
+    };
+    if !value.has_vars() || !multiple(&value) {
+        return;
+    }
+    let width_poly = Poly::mono(width.0, width.1.clone());
+    for ub in cx.ubs.get(&start).cloned().unwrap_or_default() {
+        let Some(end) = ub.add(&Poly::constant(1)) else {
+            continue;
+        };
+        let side = if multiple(&end) {
+            None
+        } else if !end.has_vars() && end.0.keys().all(|m| m.is_empty()) && width.1.is_empty() {
+            // Both constants: the tile fits or it does not.
+            if end.constant_part().rem_euclid(width.0) != 0 {
+                continue;
+            }
+            None
+        } else {
+            let shown = |q: &Poly| {
+                if q.0.len() > 1 {
+                    format!("({})", q.text())
+                } else {
+                    q.text()
+                }
+            };
+            let mut subjects: Vec<String> = Vec::new();
+            for a in end.0.keys().chain(width_poly.0.keys()).flatten() {
+                if let Atom::Size { var, text, .. } = a {
+                    if var.starts_with("param.") && !subjects.contains(text) {
+                        subjects.push(text.clone());
+                    }
+                }
+            }
+            // Said of the two threads' own tiles when the start names only thread and block
+            // indices (`c0 < n -> c0 + step <= n`: linear in the product `c0` the query has
+            // already), else as the remainder.
+            let term = match (thread_term(&value, 'A'), thread_term(&value, 'B')) {
+                (Some(a), Some(b)) => and([a, b]
+                    .into_iter()
+                    .map(|c0| {
+                        Term::implies(
+                            le(c0.clone(), ub.term()),
+                            le(add(c0, width_poly.term()), end.term()),
+                        )
+                    })
+                    .collect()),
+                _ => eq(modulo(end.term(), width_poly.term()), int(0)),
+            };
+            Some(Assumption {
+                term,
+                broken: Broken::Layout {
+                    text: format!("{} % {} != 0", shown(&end), shown(&width_poly)),
+                    subjects,
+                },
+            })
+        };
+        let ubs = cx.ubs.entry(key.clone()).or_default();
+        if !ubs.contains(&ub) {
+            ubs.push(ub.clone());
+            if let Some(a) = side {
+                cx.sides.push((key.clone(), ub, a));
+            }
+        }
+    }
+}
+
+/// `p` for thread `t` of the query (`A.tid.x`, `A.bid.y`), when its only varying values are
+/// thread and block indices.
+fn thread_term(p: &Poly, t: char) -> Option<Term> {
+    let mut out = int(0);
+    for (m, c) in &p.0 {
+        let mut term = int(*c);
+        for a in m {
+            let var = match a {
+                Atom::Size { var, .. } => var.clone(),
+                Atom::Var(v) => {
+                    if let Some(d) = v.strip_prefix("threadIdx.") {
+                        format!("{t}.tid.{d}")
+                    } else if let Some(d) = v.strip_prefix("blockIdx.") {
+                        format!("{t}.bid.{d}")
+                    } else {
+                        return None;
+                    }
+                }
+            };
+            term = mul(term, Term::Var(var.into()));
+        }
+        out = add(out, term);
+    }
+    Some(out)
 }
 
 /// The assumptions of one index polynomial.
@@ -617,6 +825,20 @@ fn digit_assumptions(
         }
         if !ok {
             continue;
+        }
+        // The conditions some of these bounds hold under.
+        for ((v, _), ub) in vars.iter().zip(&ubs) {
+            for (key, bound, a) in &cx.sides {
+                if key == v && bound == ub {
+                    if let Broken::Layout { text, .. } = &a.broken {
+                        // Per tile: two tiles may break the same words with different threads.
+                        let key = format!("{text} ({v})");
+                        if !out.iter().any(|(k, _)| *k == key) {
+                            out.push((key, a.clone()));
+                        }
+                    }
+                }
+            }
         }
         // hi + 1 <= modulus
         if let Some(d) = modulus.sub(&hi).and_then(|d| d.add(&Poly::constant(-1))) {
