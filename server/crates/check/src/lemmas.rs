@@ -508,7 +508,7 @@ mod tests {
     #[test]
     fn constant_radix_above_a_nonlinear_digit() {
         let idx = |t: &str| {
-            let var = |n: &str| Term::var(&format!("{t}.{n}"));
+            let var = |n: &str| Term::var(format!("{t}.{n}"));
             add(
                 mul(add(mul(var("b"), Term::var("n")), var("i")), int(4)),
                 var("k"),
@@ -518,8 +518,8 @@ mod tests {
         radix_lemmas(&idx("A"), &idx("B"), &mut out);
         let digit = |t: &str| {
             add(
-                mul(Term::var(&format!("{t}.b")), Term::var("n")),
-                Term::var(&format!("{t}.i")),
+                mul(Term::var(format!("{t}.b")), Term::var("n")),
+                Term::var(format!("{t}.i")),
             )
         };
         let by_four = out.iter().find(|l| {
@@ -542,8 +542,8 @@ mod tests {
     fn constant_radix_above_a_linear_digit_is_left_to_z3() {
         let idx = |t: &str| {
             add(
-                mul(Term::var(&format!("{t}.i")), int(4)),
-                Term::var(&format!("{t}.k")),
+                mul(Term::var(format!("{t}.i")), int(4)),
+                Term::var(format!("{t}.k")),
             )
         };
         let mut out = Vec::new();

@@ -15,6 +15,9 @@ use std::collections::BTreeSet;
 /// At most this many cases are tried (each is one check).
 pub(crate) const MAX_CASES: usize = 12;
 
+/// One case: variables and the constants they take.
+pub(crate) type Case = Vec<(String, i64)>;
+
 /// The cases of `query`: the constant assignments of its top-level disjunctions whose every
 /// disjunct fixes a variable the query uses in a nonlinear position (a divisor, or a factor of a
 /// product of variables), combined (one case per choice of a disjunct in each) as long as there
@@ -24,7 +27,7 @@ pub(crate) const MAX_CASES: usize = 12;
 /// Every model of the query satisfies one disjunct of each, so one combination: the cases
 /// cover the query. (A combination whose values disagree on a variable has no model; checking
 /// it with either value is checking more than nothing, which is still sound.)
-pub(crate) fn finite_cases(query: &Query) -> Option<Vec<Vec<(String, i64)>>> {
+pub(crate) fn finite_cases(query: &Query) -> Option<Vec<Case>> {
     let mut nonlinear = BTreeSet::new();
     for a in &query.assertions {
         nonlinear_vars(a, &mut nonlinear);
@@ -32,7 +35,7 @@ pub(crate) fn finite_cases(query: &Query) -> Option<Vec<Vec<(String, i64)>>> {
     if nonlinear.is_empty() {
         return None;
     }
-    let mut found: Vec<(usize, Vec<Vec<(String, i64)>>)> = Vec::new();
+    let mut found: Vec<(usize, Vec<Case>)> = Vec::new();
     for a in &query.assertions {
         if let Some(cases) = disjunction_cases(a, &nonlinear) {
             let mut fixed = BTreeSet::new();
@@ -46,8 +49,8 @@ pub(crate) fn finite_cases(query: &Query) -> Option<Vec<Vec<(String, i64)>>> {
             found.push((fixed.len(), cases));
         }
     }
-    found.sort_by(|a, b| b.0.cmp(&a.0));
-    let mut out: Vec<Vec<(String, i64)>> = vec![vec![]];
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    let mut out: Vec<Case> = vec![vec![]];
     for (_, cases) in found {
         if out.len() * cases.len() > MAX_CASES {
             continue;
@@ -71,12 +74,12 @@ pub(crate) fn finite_cases(query: &Query) -> Option<Vec<Vec<(String, i64)>>> {
 
 /// The constant assignments of a disjunction `a` (one per distinct disjunct), when each
 /// disjunct fixes a variable of `nonlinear`.
-fn disjunction_cases(a: &Term, nonlinear: &BTreeSet<String>) -> Option<Vec<Vec<(String, i64)>>> {
+fn disjunction_cases(a: &Term, nonlinear: &BTreeSet<String>) -> Option<Vec<Case>> {
     let Term::Or(ds) = a else { return None };
     if ds.len() < 2 || ds.len() > MAX_CASES {
         return None;
     }
-    let mut cases: Vec<Vec<(String, i64)>> = Vec::new();
+    let mut cases: Vec<Case> = Vec::new();
     for d in ds.iter() {
         let mut fixed = Vec::new();
         fixed_values(d, &mut fixed);
