@@ -12,6 +12,7 @@ use crate::lemmas::{divmod_facts, equal_candidates, quotient_lemma, radix_lemmas
 use crate::protocol::{var_key, Protocol};
 use crate::split::AccessPair;
 use crate::terms::*;
+use crate::truth::logical_bits;
 use cudarace_ir::{Expr, Kernel};
 use cudarace_solver::{Query, Sort, Term};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -201,14 +202,14 @@ impl<'a> Encoder<'a> {
                 return (Term::Bool(false), c.clone());
             }
         }
-        let (ga, gb) = (ra(&m.a.guard), rb(&m.b.guard));
+        let (ga, gb) = (logical_bits(&ra(&m.a.guard)), logical_bits(&rb(&m.b.guard)));
         let mut residue_lemmas = same_residue_lemmas(&ga, &gb);
         residue_lemmas.extend(equal_residue_lemmas(&ga, &gb));
         let mut parts = vec![ga, gb];
         parts.extend(residue_lemmas);
         for c in &m.conds {
-            parts.push(ra(c));
-            parts.push(rb(c));
+            parts.push(logical_bits(&ra(c)));
+            parts.push(logical_bits(&rb(c)));
         }
         let mut cell = Vec::new();
         match same {
@@ -406,7 +407,8 @@ impl<'a> Encoder<'a> {
     }
 
     /// [`Encoder::finish_with`], also naming the query's unknown values (canonical names).
-    pub fn finish_full(&self, mut main: Vec<Term>, extra: Vec<Term>) -> Finished {
+    pub fn finish_full(&self, main: Vec<Term>, extra: Vec<Term>) -> Finished {
+        let mut main: Vec<Term> = main.iter().map(logical_bits).collect();
         let mut order: Vec<String> = Vec::new();
         let mut seen = HashSet::new();
         for t in &main {

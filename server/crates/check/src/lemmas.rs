@@ -7,7 +7,9 @@
 //! - **Mixed-radix digits** ([`radix_lemmas`]): `x == hiX·M + loX`, `y == hiY·M + loY`;
 //!   `x == y ∧ 0 <= loX < M ∧ 0 <= loY < M ⇒ hiX == hiY ∧ loX == loY`, applied again to the
 //!   digits (`c·h·w + r·w + q` is `(c·h + r)·w + q`, then `c·h + r` is `c·h + r`), whether `M`
-//!   is a parameter, a launch size or a constant.
+//!   is a parameter, a launch size or a constant. A constant radix gets the lemma only when
+//!   the digit above it is nonlinear (`(b·n + i)·4 + k`, the component `k` of a `float4`
+//!   store): Z3 decides the linear ones alone.
 //! - **Quotient and remainder** ([`divmod_facts`]): for C `a / d` and `a % d` with `a >= 0`,
 //!   `d >= 1`: `a == d·(a/d) + a%d`, `0 <= a%d < d`, `0 <= a/d <= a`; and the identities of
 //!   nested divisions that decompositions of a linear id into coordinates use:
@@ -125,9 +127,40 @@ fn radices(ms: &[Mono], out: &mut Vec<Term>) {
     }
 }
 
+/// The constant radices of `ms`: coefficients (at least 2) of products with a per-thread part.
+/// A constant radix is linear, but the digit above it need not be: `(b·n + i)·4 + k` with a
+/// vector's component `k < 4` (a `float4` store), where Z3 does not see by linear reasoning
+/// that equal values have equal `b·n + i` (see [`radix_rec`]).
+fn constant_radices(ms: &[Mono], out: &mut Vec<Term>) {
+    for m in ms {
+        let c = m.coef.checked_abs().unwrap_or(0);
+        if c >= 2 && m.factors.iter().any(per_thread) && !out.contains(&int(c)) {
+            out.push(int(c));
+        }
+    }
+}
+
+/// Does the sum have a product of two non-constant factors (a term Z3 treats as nonlinear)?
+fn nonlinear(t: &Term) -> bool {
+    monos(t).is_some_and(|ms| ms.iter().any(|m| m.factors.len() >= 2))
+}
+
 /// `(hi, lo)` with `t == hi·M + lo`: the summands with the factor `M` (divided by it) and the rest.
+/// For a constant `M`, the summands whose coefficient `M` divides.
 fn split(ms: &[Mono], f: &Term) -> (Term, Term) {
     let (mut hi, mut lo) = (Vec::new(), Vec::new());
+    if let Some(c) = as_int(f).filter(|c| *c != 0) {
+        for m in ms {
+            if m.coef % c == 0 && !m.factors.is_empty() {
+                let mut m = m.clone();
+                m.coef /= c;
+                hi.push(m);
+            } else {
+                lo.push(m.clone());
+            }
+        }
+        return (sum_of(&hi), sum_of(&lo));
+    }
     for m in ms {
         match m.factors.iter().position(|x| x == f) {
             Some(i) => {
@@ -157,6 +190,8 @@ fn radix_rec(x: &Term, y: &Term, depth: usize, out: &mut Vec<Term>) {
     let mut rs = Vec::new();
     radices(&mx, &mut rs);
     radices(&my, &mut rs);
+    constant_radices(&mx, &mut rs);
+    constant_radices(&my, &mut rs);
     for r in rs {
         if out.len() >= MAX_LEMMAS {
             return;
@@ -165,6 +200,11 @@ fn radix_rec(x: &Term, y: &Term, depth: usize, out: &mut Vec<Term>) {
         let (hy, ly) = split(&my, &r);
         // A digit above the radix on each side that differs between the threads.
         if hx == hy || (!per_thread(&hx) && !per_thread(&hy)) {
+            continue;
+        }
+        // Above a constant radix, only a nonlinear digit needs the lemma (Z3 decides linear
+        // ones by itself).
+        if as_int(&r).is_some() && !nonlinear(&hx) && !nonlinear(&hy) {
             continue;
         }
         let m = r.clone();
@@ -437,5 +477,77 @@ fn collect_divs(t: &Term, out: &mut Vec<Term>) {
         if as_int(d).is_none() && (per_thread(a) || per_thread(d)) && !out.contains(t) {
             out.push(t.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudarace_solver::{solve, Answer, Limits, Query, Sort};
+
+    /// `lemma` holds for all integers: its negation is unsatisfiable.
+    fn valid(lemma: &Term) -> bool {
+        let mut vars = std::collections::BTreeMap::new();
+        visit_vars(lemma, &mut |v| {
+            vars.insert(v.to_string(), Sort::Int);
+        });
+        let q = Query {
+            vars,
+            assertions: vec![not(lemma.clone())],
+            preferred: vec![],
+            assumptions: vec![],
+            fallback_assumptions: vec![],
+            preconditions: vec![],
+            probes: vec![],
+            report: vec![],
+        };
+        matches!(solve(&q, &Limits::default()), Answer::Unsat)
+    }
+
+    /// A `float4` store at `(b·n + i)·4 + k`: digits above the constant radix 4, then above `n`.
+    #[test]
+    fn constant_radix_above_a_nonlinear_digit() {
+        let idx = |t: &str| {
+            let var = |n: &str| Term::var(format!("{t}.{n}"));
+            add(
+                mul(add(mul(var("b"), Term::var("n")), var("i")), int(4)),
+                var("k"),
+            )
+        };
+        let mut out = Vec::new();
+        radix_lemmas(&idx("A"), &idx("B"), &mut out);
+        let digit = |t: &str| {
+            add(
+                mul(Term::var(format!("{t}.b")), Term::var("n")),
+                Term::var(format!("{t}.i")),
+            )
+        };
+        let by_four = out.iter().find(|l| {
+            matches!(l, Term::Implies(_, c) if **c == and(vec![
+                eq(digit("A"), digit("B")),
+                eq(Term::var("A.k"), Term::var("B.k")),
+            ]))
+        });
+        assert!(by_four.is_some(), "no lemma for radix 4 in {out:?}");
+        for l in &out {
+            assert!(valid(l), "not valid: {}", show(l));
+        }
+        // `b·n + i` is taken apart by `n` too.
+        assert!(out.iter().any(|l| matches!(l, Term::Implies(_, c)
+            if **c == and(vec![eq(Term::var("A.b"), Term::var("B.b")), eq(Term::var("A.i"), Term::var("B.i"))]))));
+    }
+
+    /// Above a constant radix, a linear digit gets no lemma (Z3 decides it alone).
+    #[test]
+    fn constant_radix_above_a_linear_digit_is_left_to_z3() {
+        let idx = |t: &str| {
+            add(
+                mul(Term::var(format!("{t}.i")), int(4)),
+                Term::var(format!("{t}.k")),
+            )
+        };
+        let mut out = Vec::new();
+        radix_lemmas(&idx("A"), &idx("B"), &mut out);
+        assert!(out.is_empty(), "{out:?}");
     }
 }

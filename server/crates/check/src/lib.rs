@@ -44,6 +44,7 @@ pub mod protocol;
 pub mod separable;
 pub mod split;
 pub mod terms;
+mod truth;
 pub mod uniformity;
 pub mod witness;
 

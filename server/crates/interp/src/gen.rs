@@ -560,6 +560,12 @@ impl Gen {
             choices.push(format!("tid + {c} < blockDim.x"));
         }
         choices.extend([format!("(tid >> 1) == {}", self.rng.range(0, 3))]);
+        // Comparisons combined with bitwise operators (`x < w & y < h`): the checker rewrites
+        // them into logical ones.
+        let (d, e) = (self.rng.range(1, 8), self.rng.range(0, 12));
+        choices.push(format!("(tid < {d}) & (n > {e})"));
+        choices.push(format!("(tid == {}) | (v > {})", d - 1, e % 7));
+        choices.push(format!("(tid < {d}) ^ (blockIdx.x == 0)"));
         if self.uses_y {
             choices.push("threadIdx.y == 0".into());
         }

@@ -191,7 +191,14 @@ fn solve_inner(
     // constraints, the assumptions alone. An unsat query costs two checks, as without
     // assumptions. Every check uses a fresh solver object, never push/pop, so that no state
     // leaks between checks or queries.
-    let answer = match probe(query, limits, cancelled, timer, &enc) {
+    let answer = match by_cases(query, limits, cancelled, timer, &enc) {
+        Some(decided) => {
+            timer.disarm();
+            Ok(decided)
+        }
+        None => probe(query, limits, cancelled, timer, &enc),
+    };
+    let answer = match answer {
         Ok(found) => found,
         Err(fallback) => {
             match solve_levels(
@@ -242,6 +249,77 @@ fn solve_inner(
 
 /// Share of `rlimit` for each probe (fast engine, also capped by [`FAST_RLIMIT_CAP`]).
 const PROBE_SHARE: u64 = 50;
+
+/// Share of `rlimit` for each of the [`crate::cases`] (fast engine, capped like the probes).
+const CASE_SHARE: u64 = 50;
+
+/// The query decided case by case (see [`crate::cases`]), each case checked with its values
+/// substituted while the formulas are built: `Unsat` when every case is unsatisfiable; the
+/// witness of the first satisfiable case when, with the plausibility assumptions and the
+/// preferred constraints, it is still satisfiable (a plausible witness, as a probe's); `None`
+/// otherwise (no cases, one undecided, a witness only without the assumptions, or a formula
+/// that does not encode): the normal checks then decide.
+fn by_cases(
+    query: &Query,
+    limits: &Limits,
+    cancelled: &dyn Fn() -> bool,
+    timer: &Timer<'_>,
+    enc: &Encoder,
+) -> Option<Answer> {
+    let cases = crate::cases::finite_cases(query)?;
+    let rlimit = (limits.rlimit / CASE_SHARE).min(FAST_RLIMIT_CAP);
+    for values in &cases {
+        if cancelled() || timer.fired() {
+            return None;
+        }
+        let fixed = Encoder::with_values(&query.vars, values);
+        let encode =
+            |ts: &[Term]| -> Option<Vec<Bool>> { ts.iter().map(|t| fixed.bool(t).ok()).collect() };
+        let formulas = encode(&query.assertions)?;
+        let defs = fixed.take_definitions();
+        let solver = Engine::Fast.solver();
+        set_rlimit(&solver, rlimit);
+        for a in defs.iter().chain(&formulas) {
+            solver.assert(a);
+        }
+        let started = Instant::now();
+        let result = solver.check();
+        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
+        match result {
+            SatResult::Unsat => continue,
+            SatResult::Unknown => return None,
+            SatResult::Sat => {}
+        }
+        // A race in this case: look for a plausible witness in it, as a probe does.
+        let mut extra = encode(&query.assumptions)?;
+        extra.extend(encode(&query.preferred)?);
+        let equalities: Vec<Bool> = values
+            .iter()
+            .map(|(n, k)| {
+                enc.bool(&Term::eq(Term::var(n.as_str()), Term::Int(*k)))
+                    .ok()
+            })
+            .collect::<Option<_>>()?;
+        // On a small budget: when it fails, the normal checks look for a plausible witness
+        // anyway (and usually find it fast when this does not).
+        let plausible = Engine::Fast.solver();
+        set_rlimit(&plausible, rlimit / 4);
+        for a in defs
+            .iter()
+            .chain(&fixed.take_definitions())
+            .chain(&formulas)
+            .chain(&extra)
+            .chain(&equalities)
+        {
+            plausible.assert(a);
+        }
+        let started = Instant::now();
+        let result = plausible.check();
+        dump_if_slow(&plausible, started.elapsed(), Engine::Fast, &result);
+        return (result == SatResult::Sat).then(|| sat_answer(&plausible, enc, query));
+    }
+    Some(Answer::Unsat)
+}
 
 /// The query's [`Query::probes`], each with the assumptions and the preferred constraints (a
 /// small witness), on a small budget: the first model found, if any (it satisfies the query and

@@ -1,0 +1,217 @@
+//! Finite cases: a query that holds a disjunction of constant assignments (the launch sites of a
+//! kernel template passing different constants, `tile_w == 64 ∧ tile_h == 16 ∨ tile_w == 32 ∧ …`)
+//! is the disjunction of the query with each assignment substituted. Divisions and products by
+//! those values are then by constants, which Z3 decides by linear reasoning where the symbolic
+//! query needs nonlinear search (stylegan's `upfirdn2d` tiles: seconds, no answer).
+//!
+//! Used only to prove unsatisfiability: when every case is unsatisfiable, so is the query (every
+//! model of the query satisfies the disjunction, so one of the cases). A case that is
+//! satisfiable or undecided ends the attempt, and the normal checks decide (and build the
+//! witness with the plausibility assumptions).
+
+use crate::term::{Query, Term};
+use std::collections::BTreeSet;
+
+/// At most this many cases are tried (each is one check).
+pub(crate) const MAX_CASES: usize = 12;
+
+/// One case: variables and the constants they take.
+pub(crate) type Case = Vec<(String, i64)>;
+
+/// The cases of `query`: the constant assignments of its top-level disjunctions whose every
+/// disjunct fixes a variable the query uses in a nonlinear position (a divisor, or a factor of a
+/// product of variables), combined (one case per choice of a disjunct in each) as long as there
+/// are at most [`MAX_CASES`]; the disjunctions fixing more such variables first. `None` when
+/// there is no such disjunction.
+///
+/// Every model of the query satisfies one disjunct of each, so one combination: the cases
+/// cover the query. (A combination whose values disagree on a variable has no model; checking
+/// it with either value is checking more than nothing, which is still sound.)
+pub(crate) fn finite_cases(query: &Query) -> Option<Vec<Case>> {
+    let mut nonlinear = BTreeSet::new();
+    for a in &query.assertions {
+        nonlinear_vars(a, &mut nonlinear);
+    }
+    if nonlinear.is_empty() {
+        return None;
+    }
+    let mut found: Vec<(usize, Vec<Case>)> = Vec::new();
+    for a in &query.assertions {
+        if let Some(cases) = disjunction_cases(a, &nonlinear) {
+            let mut fixed = BTreeSet::new();
+            for c in &cases {
+                for (n, _) in c {
+                    if nonlinear.contains(n.as_str()) {
+                        fixed.insert(n.clone());
+                    }
+                }
+            }
+            found.push((fixed.len(), cases));
+        }
+    }
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    let mut out: Vec<Case> = vec![vec![]];
+    for (_, cases) in found {
+        if out.len() * cases.len() > MAX_CASES {
+            continue;
+        }
+        let mut next = Vec::new();
+        for prefix in &out {
+            for c in &cases {
+                let mut both = prefix.clone();
+                both.extend(c.iter().cloned());
+                both.sort();
+                both.dedup();
+                if !next.contains(&both) {
+                    next.push(both);
+                }
+            }
+        }
+        out = next;
+    }
+    (out.len() > 1 || out.first().is_some_and(|c| !c.is_empty())).then_some(out)
+}
+
+/// The constant assignments of a disjunction `a` (one per distinct disjunct), when each
+/// disjunct fixes a variable of `nonlinear`.
+fn disjunction_cases(a: &Term, nonlinear: &BTreeSet<String>) -> Option<Vec<Case>> {
+    let Term::Or(ds) = a else { return None };
+    if ds.len() < 2 || ds.len() > MAX_CASES {
+        return None;
+    }
+    let mut cases: Vec<Case> = Vec::new();
+    for d in ds.iter() {
+        let mut fixed = Vec::new();
+        fixed_values(d, &mut fixed);
+        fixed.sort();
+        fixed.dedup();
+        if !fixed.iter().any(|(n, _)| nonlinear.contains(n.as_str())) {
+            return None;
+        }
+        if !cases.contains(&fixed) {
+            cases.push(fixed);
+        }
+    }
+    Some(cases)
+}
+
+/// The `var == constant` conjuncts of `t` (a disjunct).
+fn fixed_values(t: &Term, out: &mut Vec<(String, i64)>) {
+    match t {
+        Term::And(ts) => ts.iter().for_each(|x| fixed_values(x, out)),
+        Term::Eq(a, b) => match (&**a, &**b) {
+            (Term::Var(n), Term::Int(k)) | (Term::Int(k), Term::Var(n)) => {
+                out.push((n.to_string(), *k));
+            }
+            _ => {}
+        },
+        _ => {}
+    }
+}
+
+/// The variables of `t` in nonlinear positions (divisors, factors of a product of at least two
+/// non-constant factors).
+fn nonlinear_vars(t: &Term, out: &mut BTreeSet<String>) {
+    let mut stack = vec![t];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(t) = stack.pop() {
+        if let Some(k) = t.share_key() {
+            if !seen.insert(k) {
+                continue;
+            }
+        }
+        let parts: Vec<&Term> = match t {
+            Term::Div(_, d) | Term::Rem(_, d) | Term::Mod(_, d) if !matches!(**d, Term::Int(_)) => {
+                vec![&**d]
+            }
+            Term::Mul(ts) if ts.iter().filter(|x| !matches!(x, Term::Int(_))).count() >= 2 => {
+                ts.iter().collect()
+            }
+            _ => vec![],
+        };
+        for p in parts {
+            vars_of(p, out);
+        }
+        stack.extend(t.children());
+    }
+}
+
+fn vars_of(t: &Term, out: &mut BTreeSet<String>) {
+    let mut stack = vec![t];
+    while let Some(t) = stack.pop() {
+        if let Term::Var(n) = t {
+            out.insert(n.to_string());
+        }
+        stack.extend(t.children());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::term::Sort;
+
+    fn v(n: &str) -> Term {
+        Term::var(n)
+    }
+
+    fn query(assertions: Vec<Term>) -> Query {
+        let mut vars = std::collections::BTreeMap::new();
+        for n in ["w", "h", "x", "y", "n"] {
+            vars.insert(n.to_string(), Sort::Int);
+        }
+        Query {
+            vars,
+            assertions,
+            preferred: vec![],
+            assumptions: vec![],
+            fallback_assumptions: vec![],
+            preconditions: vec![],
+            probes: vec![],
+            report: vec![],
+        }
+    }
+
+    fn case(w: i64, h: i64) -> Term {
+        Term::And(
+            vec![
+                Term::eq(v("w"), Term::Int(w)),
+                Term::eq(v("h"), Term::Int(h)),
+                Term::lt(v("n"), Term::Int(9)),
+            ]
+            .into(),
+        )
+    }
+
+    #[test]
+    fn launch_site_constants_of_a_divisor_are_cases() {
+        let q = query(vec![
+            Term::Or(vec![case(64, 16), case(32, 8), case(64, 16)].into()),
+            Term::eq(Term::Div(v("x").into(), v("w").into()), v("y")),
+        ]);
+        let cases = finite_cases(&q).expect("cases");
+        assert_eq!(
+            cases,
+            vec![
+                vec![("h".to_string(), 16), ("w".to_string(), 64)],
+                vec![("h".to_string(), 8), ("w".to_string(), 32)],
+            ]
+        );
+    }
+
+    #[test]
+    fn no_cases_without_a_nonlinear_use_or_with_an_open_disjunct() {
+        // The fixed variables are not in nonlinear positions.
+        let linear = query(vec![
+            Term::Or(vec![case(64, 16), case(32, 8)].into()),
+            Term::eq(Term::Div(v("x").into(), v("n").into()), v("y")),
+        ]);
+        assert_eq!(finite_cases(&linear), None);
+        // One disjunct fixes nothing: it is not a finite case.
+        let open = query(vec![
+            Term::Or(vec![case(64, 16), Term::lt(v("w"), Term::Int(3))].into()),
+            Term::eq(Term::Div(v("x").into(), v("w").into()), v("y")),
+        ]);
+        assert_eq!(finite_cases(&open), None);
+    }
+}
