@@ -4,8 +4,8 @@
 //!
 //! This file finds the sites and builds each [`LaunchSite`]; what the host function does to a
 //! local before the launch is in `host.rs`, the sizes in `sizes.rs`, and the relations between
-//! arguments, sizes and branch conditions in `relations.rs`, the guards before it (`assert(…)`,
-//! `if (…) return;`) in `guards.rs`.
+//! arguments, sizes and branch conditions in `relations.rs`, the checks before it (`assert(…)`,
+//! `if (…) return;`) in `asserts.rs`.
 
 use crate::collect::{declarator_name, function_declarator, Tables};
 use crate::consteval::{eval, eval_text, list_items, node_text, ConstEnv};
@@ -29,7 +29,7 @@ struct HostEnv<'a, 't> {
     since: std::cell::Cell<Option<usize>>,
 }
 
-mod guards;
+mod asserts;
 mod host;
 mod relations;
 mod sizes;
@@ -288,7 +288,7 @@ impl<'t> HostEnv<'_, 't> {
             block_dim,
             conditions: {
                 let mut c = self.path_conditions(n, args);
-                c.extend(self.guard_conditions(n, args));
+                c.extend(self.checked_before(n, args));
                 c
             },
             args: args

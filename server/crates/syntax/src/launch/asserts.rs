@@ -19,7 +19,7 @@ use tree_sitter::Node;
 
 impl<'t> HostEnv<'_, 't> {
     /// The conditions the guards before the launch `call` establish (see the module doc).
-    pub(super) fn guard_conditions(
+    pub(super) fn checked_before(
         &self,
         call: Node<'t>,
         call_args: Option<&[Node<'t>]>,
@@ -45,7 +45,7 @@ impl<'t> HostEnv<'_, 't> {
                     if s.start_byte() >= child.start_byte() {
                         break;
                     }
-                    self.guard(s, &args, &mut out);
+                    self.check_before(s, &args, &mut out);
                 }
             }
             if Some(a) == self.func_body {
@@ -58,7 +58,7 @@ impl<'t> HostEnv<'_, 't> {
     }
 
     /// What the statement `s` guarantees for the statements after it, if it is a guard.
-    fn guard(&self, s: Node<'t>, args: &[String], out: &mut Vec<SiteValue>) {
+    fn check_before(&self, s: Node<'t>, args: &[String], out: &mut Vec<SiteValue>) {
         match s.kind() {
             "expression_statement" => {
                 let Some(call) = s.named_child(0).filter(|c| c.kind() == "call_expression") else {
