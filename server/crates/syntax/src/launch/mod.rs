@@ -26,8 +26,11 @@ struct HostEnv<'a, 't> {
     /// names was declared). A passed value named in it needs to stay the same from there to
     /// the launch only (see [`HostEnv::unchanged`]).
     since: std::cell::Cell<Option<usize>>,
+    /// The literals of the `if`s around the launch (see `guards.rs`), read once.
+    launch_literals: std::cell::OnceCell<Vec<guards::Lit<'t>>>,
 }
 
+mod guards;
 mod host;
 mod relations;
 mod sizes;
@@ -80,6 +83,7 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                         text,
                         facts,
                         since: Default::default(),
+                        launch_literals: Default::default(),
                     };
                     out.push(env.site(n, file, &launch));
                 }
