@@ -732,30 +732,6 @@ pub fn halo_assumptions(
         .collect()
 }
 
-#[cfg(test)]
-mod linear_tests {
-    use super::*;
-
-    #[test]
-    fn a_quotient_and_remainder_by_the_same_constant_fold_back() {
-        // 3 * 16 * (t.x / 16) + 3 * (t.x % 16) + 5 is 3 * t.x + 5.
-        let x = Linear::from([("t.x".to_string(), 1)]);
-        let text = linear_text(&x);
-        let l = Linear::from([
-            (format!("div|16|{text}"), 48),
-            (format!("rem|16|{text}"), 3),
-            (String::new(), 5),
-        ]);
-        assert_eq!(
-            fold_divisions(l),
-            Some(Linear::from([("t.x".to_string(), 3), (String::new(), 5)]))
-        );
-        // Not when the quotient's factor is not the divisor times the remainder's.
-        let l = Linear::from([(format!("div|16|{text}"), 8), (format!("rem|16|{text}"), 1)]);
-        assert_eq!(fold_divisions(l.clone()), Some(l));
-    }
-}
-
 /// `warp-sized-blocks`: a kernel that splits its threads into warps and lanes (`threadIdx.x /
 /// 32`, `% 32`, `>> 5`, `& 31`, also of a global thread id or a local holding one, or
 /// `warpSize`) or synchronizes full warps (`__syncwarp()` with the full mask) is written for
@@ -836,7 +812,10 @@ pub fn warp_multiple_assumption(
     // reasoning the solver is slow at).
     if used == [0] {
         for t in ['A', 'B'] {
-            let first = mul(Term::Var(format!("{t}.bid.x").into()), Term::var("blockDim.x"));
+            let first = mul(
+                Term::Var(format!("{t}.bid.x").into()),
+                Term::var("blockDim.x"),
+            );
             parts.push(eq(modulo(first, int(32)), int(0)));
         }
     }
@@ -875,4 +854,28 @@ pub fn fits_block_assumptions(w: &Assumption, others: &[Assumption], max_threads
                     .filter(|a| on_block(&a.term))
                     .all(|a| crate::witness::eval_bool(&a.term, &at) != Some(false))
         })
+}
+
+#[cfg(test)]
+mod linear_tests {
+    use super::*;
+
+    #[test]
+    fn a_quotient_and_remainder_by_the_same_constant_fold_back() {
+        // 3 * 16 * (t.x / 16) + 3 * (t.x % 16) + 5 is 3 * t.x + 5.
+        let x = Linear::from([("t.x".to_string(), 1)]);
+        let text = linear_text(&x);
+        let l = Linear::from([
+            (format!("div|16|{text}"), 48),
+            (format!("rem|16|{text}"), 3),
+            (String::new(), 5),
+        ]);
+        assert_eq!(
+            fold_divisions(l),
+            Some(Linear::from([("t.x".to_string(), 3), (String::new(), 5)]))
+        );
+        // Not when the quotient's factor is not the divisor times the remainder's.
+        let l = Linear::from([(format!("div|16|{text}"), 8), (format!("rem|16|{text}"), 1)]);
+        assert_eq!(fold_divisions(l.clone()), Some(l));
+    }
 }

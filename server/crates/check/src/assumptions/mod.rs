@@ -69,8 +69,8 @@ mod block_shape;
 mod leading;
 
 pub use block_shape::{
-    constant_shape_assumption, constant_shape_candidates, halo_assumptions, shared_slot_assumptions,
-    fits_block_assumptions, warp_multiple_assumption,
+    constant_shape_assumption, constant_shape_candidates, fits_block_assumptions, halo_assumptions,
+    shared_slot_assumptions, warp_multiple_assumption,
 };
 pub(crate) use leading::guard_operands;
 pub use leading::leading_dimension_assumptions;

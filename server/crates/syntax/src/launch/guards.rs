@@ -145,8 +145,10 @@ impl<'t> HostEnv<'_, 't> {
         if !matches!(op, "==" | "!=" | "<" | "<=" | ">" | ">=") {
             return false;
         }
-        let (Some(l), Some(r)) = (c.child_by_field_name("left"), c.child_by_field_name("right"))
-        else {
+        let (Some(l), Some(r)) = (
+            c.child_by_field_name("left"),
+            c.child_by_field_name("right"),
+        ) else {
             return false;
         };
         let (local, k, flipped) = match (strip_parens(l).kind(), strip_parens(r).kind()) {
@@ -185,8 +187,10 @@ impl<'t> HostEnv<'_, 't> {
             && c.child_by_field_name("operator")
                 .is_some_and(|o| matches!(node_text(o, self.text), "!=" | "not_eq"))
         {
-            if let (Some(l), Some(r)) = (c.child_by_field_name("left"), c.child_by_field_name("right"))
-            {
+            if let (Some(l), Some(r)) = (
+                c.child_by_field_name("left"),
+                c.child_by_field_name("right"),
+            ) {
                 let key = format!(
                     "{}=={}",
                     squash(node_text(strip_parens(l), self.text)),

@@ -3,8 +3,9 @@
 //! comments are read by [`crate::annotations`]).
 //!
 //! This file finds the sites and builds each [`LaunchSite`]; what the host function does to a
-//! local before the launch is in `host.rs`, the sizes in `sizes.rs`, and the relations between
-//! arguments, sizes and branch conditions in `relations.rs`.
+//! local before the launch is in `host.rs`, the sizes in `sizes.rs` (with the branches that
+//! choose them in `guards.rs`), and the relations between arguments, sizes and branch
+//! conditions in `relations.rs`.
 
 use crate::collect::{declarator_name, function_declarator, Tables};
 use crate::consteval::{eval, eval_text, list_items, node_text, ConstEnv};

@@ -169,8 +169,7 @@ impl<'t> HostEnv<'_, 't> {
     pub(super) fn value_set(&self, e: Node<'t>, depth: u32) -> Option<Vec<i64>> {
         const MAX: usize = 16;
         let guarded = self.guarded_values(e, depth)?;
-        self.reaching(guarded)
-            .filter(|out| out.len() <= MAX)
+        self.reaching(guarded).filter(|out| out.len() <= MAX)
     }
 
     /// The values of `guarded` that may reach the launch, sorted, without repeats (`None` if
