@@ -222,7 +222,9 @@ impl<'t> HostEnv<'_, 't> {
         }
         let decls = self.facts.decls.get(name).map_or(&[][..], |d| d.as_slice());
         match decls {
-            [] => true,
+            // Not a local: a constant of the file, or a value parameter of the host function
+            // (a global may be changed by any call in between).
+            [] => eval_text(name, self.tables, 0).is_some() || self.value_parameter(name),
             [d] => {
                 let first = a.start_byte().min(b.start_byte());
                 let last = a.end_byte().max(b.end_byte());
@@ -231,6 +233,28 @@ impl<'t> HostEnv<'_, 't> {
             }
             _ => false,
         }
+    }
+
+    /// Whether `name` is a parameter of the host function passed by value (not a pointer, a
+    /// reference or an array).
+    fn value_parameter(&self, name: &str) -> bool {
+        let Some(def) = self.func_body.and_then(|b| b.parent()) else {
+            return false;
+        };
+        let Some(params) = def
+            .child_by_field_name("declarator")
+            .and_then(function_declarator)
+            .and_then(|f| f.child_by_field_name("parameters"))
+        else {
+            return false;
+        };
+        let mut c = params.walk();
+        let found = params.named_children(&mut c).any(|p| {
+            p.kind() == "parameter_declaration"
+                && p.child_by_field_name("declarator")
+                    .is_some_and(|d| d.kind() == "identifier" && node_text(d, self.text) == name)
+        });
+        found
     }
 
     /// The guarded values of the local `x` (an identifier in a condition) when it keeps the
