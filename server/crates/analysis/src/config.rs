@@ -267,6 +267,7 @@ struct RawAssumptions {
     launch_shape_without_launch: Option<bool>,
     constant_block_shape: Option<bool>,
     unread_block_dimensions: Option<bool>,
+    warp_sized_blocks: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -445,6 +446,7 @@ impl Config {
                 unread_block_dimensions: a
                     .unread_block_dimensions
                     .unwrap_or(d.unread_block_dimensions),
+                warp_sized_blocks: a.warp_sized_blocks.unwrap_or(d.warp_sized_blocks),
             };
         }
         if let Some(l) = raw.library {

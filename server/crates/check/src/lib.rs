@@ -166,6 +166,9 @@ enum Item {
         /// The query's formula (canonical names) and its unknown values.
         question: Term,
         unknowns: std::collections::BTreeSet<String>,
+        /// What breaking each plausibility assumption of the query means (same order as the
+        /// query's `assumptions`).
+        assumed: Vec<(Term, assumptions::Broken)>,
     },
 }
 
@@ -344,6 +347,19 @@ pub fn plan_kernel_until(
             kernel_assumptions.push(a);
         }
     }
+    // Whole warps per block, when some block the other block assumptions (and the launch
+    // bounds) allow is one: else the assumption would make every race conditional.
+    let warp_multiple = assumptions::warp_multiple_assumption(
+        kernel,
+        p.block_dims_used,
+        launch
+            .block
+            .clone()
+            .map(|d| matches!(d, launch::DimSpec::Symbolic)),
+        &opts.assumptions,
+    )
+    .filter(|w| assumptions::fits_block_assumptions(w, &kernel_assumptions, launch.max_threads));
+    kernel_assumptions.extend(warp_multiple.iter().cloned());
     kernel_assumptions.extend(assumptions::launch_assumptions(
         p.block_dims_used,
         p.grid_dims_used,
@@ -667,8 +683,17 @@ pub fn plan_kernel_until(
     // Divergence.
     for s in &p.syncs {
         for f in divergence::divergence_queries(&enc, s) {
-            queries.push(f.query);
+            let mut query = f.query;
+            // The block-shape assumption of warp code (it names launch sizes only, which the
+            // query has under their own names).
+            let mut assumed = Vec::new();
+            if let Some(a) = &warp_multiple {
+                query.assumptions.push(a.term.clone());
+                assumed.push((a.term.clone(), a.broken.clone()));
+            }
+            queries.push(query);
             meta.items.push(Item::Divergence {
+                assumed,
                 span: s.span,
                 kind: s.kind,
                 barrier: barrier_name(s.kind),
@@ -907,6 +932,7 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
         reasons,
         question,
         unknowns,
+        assumed,
     } = item
     else {
         return None;
@@ -927,7 +953,7 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
     } else {
         "block"
     };
-    let message = if cross_block {
+    let mut message = if cross_block {
         format!("barrier divergence: {ta} reaches this {barrier} but {tb} does not")
     } else {
         format!(
@@ -953,7 +979,26 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
     } else {
         reasons
     };
-    let (confidence, confidence_reason) = confidence(reasons, &None);
+    let (mut confidence, mut confidence_reason) = confidence(reasons, &None);
+    // The solver returns a witness that breaks an assumption only when none keeps them all.
+    let broken: Vec<String> = assumed
+        .iter()
+        .filter(|(t, _)| witness::eval_bool(t, model) == Some(false))
+        .map(|(_, b)| b.describe(model))
+        .collect();
+    let condition = (!broken.is_empty()).then(|| format!("only if {}", broken.join(" and ")));
+    if let Some(c) = &condition {
+        confidence_reason = match confidence {
+            Confidence::Definite => {
+                format!("the divergence needs a launch the kernel is not written for: {c}")
+            }
+            _ => format!(
+                "the divergence needs a launch the kernel is not written for: {c}; {confidence_reason}"
+            ),
+        };
+        confidence = Confidence::Conditional;
+        message.push_str(&format!(" ({c})"));
+    }
     Some(Finding {
         kind: FindingKind::BarrierDivergence,
         array: None,
@@ -966,7 +1011,7 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
         witness: w,
         same_value_write: false,
         barrier: Some(scope),
-        condition: None,
+        condition,
         precondition: None,
     })
 }

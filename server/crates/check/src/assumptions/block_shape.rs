@@ -732,6 +732,130 @@ pub fn halo_assumptions(
         .collect()
 }
 
+/// `warp-sized-blocks`: a kernel that splits its threads into warps and lanes (`threadIdx.x /
+/// 32`, `% 32`, `>> 5`, `& 31`, also of a global thread id or a local holding one, or
+/// `warpSize`) or synchronizes full warps (`__syncwarp()` with the full mask) is written for
+/// blocks of whole warps: its block's thread count is a multiple of 32, unless a launch fixes a
+/// dimension it reads. With a partial warp, one hardware warp is split across two of the
+/// kernel's warps (`tid / 32` differs) and their lanes run different code. `None` when the
+/// kernel shows no such sign or the switch is off. The term names only the block dimensions the
+/// kernel reads (`blockDim.x % 32 == 0`, or the product of those it reads).
+pub fn warp_multiple_assumption(
+    kernel: &Kernel,
+    block_used: [bool; 3],
+    block_symbolic: [bool; 3],
+    switches: &AssumptionSwitches,
+) -> Option<Assumption> {
+    use cudarace_ir::{BarrierKind, Builtin, Dim};
+    if !switches.warp_sized_blocks {
+        return None;
+    }
+    // Every dimension the kernel reads must be open: a launch that gives one decides.
+    let used: Vec<usize> = (0..3).filter(|d| block_used[*d]).collect();
+    if used.is_empty() || used.iter().any(|d| !block_symbolic[*d]) {
+        return None;
+    }
+    let once = assigned_once(kernel);
+    let threadish = |e: &Expr| {
+        thread_index(e)
+            || match strip_casts(e) {
+                Expr::Local(l) => once.get(l).is_some_and(thread_index),
+                _ => false,
+            }
+    };
+    let is_32 = |e: &Expr| {
+        matches!(
+            strip_casts(e),
+            Expr::Int(32) | Expr::Builtin(Builtin::WarpSize)
+        )
+    };
+    let mut warp_shaped = false;
+    walk_block(&kernel.body, &mut |e, _| {
+        if let Expr::Builtin(Builtin::WarpSize) = e {
+            warp_shaped = true;
+        }
+        let Expr::Binary(op, a, b) = e else { return };
+        let sign = match op {
+            BinOp::Div | BinOp::Rem => is_32(b),
+            BinOp::Shr => matches!(strip_casts(b), Expr::Int(5)),
+            BinOp::BitAnd => {
+                matches!(strip_casts(b), Expr::Int(31)) || matches!(strip_casts(a), Expr::Int(31))
+            }
+            _ => false,
+        };
+        if sign && (threadish(a) || threadish(b)) {
+            warp_shaped = true;
+        }
+    });
+    visit_stmts(&kernel.body, &mut |s| {
+        if let Stmt::Barrier(b) = s {
+            if matches!(b.kind, BarrierKind::Warp { mask: None }) {
+                warp_shaped = true;
+            }
+        }
+    });
+    if !warp_shaped {
+        return None;
+    }
+    let names: Vec<String> = used
+        .iter()
+        .map(|d| format!("blockDim.{}", Dim::ALL[*d].name()))
+        .collect();
+    let threads = names
+        .iter()
+        .map(|n| Term::Var(n.clone().into()))
+        .reduce(mul)?;
+    let mut parts = vec![eq(modulo(threads, int(32)), int(0))];
+    // What follows for a 1-D block, spelled out for the solver: a block's first global thread
+    // id is a multiple of 32 too (`blockIdx.x * blockDim.x`), so a global id's warp is the
+    // block's first warp plus the thread's own (without it, proving that needs nonlinear
+    // reasoning the solver is slow at).
+    if used == [0] {
+        for t in ['A', 'B'] {
+            let first = mul(
+                Term::Var(format!("{t}.bid.x").into()),
+                Term::var("blockDim.x"),
+            );
+            parts.push(eq(modulo(first, int(32)), int(0)));
+        }
+    }
+    Some(Assumption {
+        term: and(parts),
+        broken: Broken::BlockShape {
+            text: format!("{} is not a multiple of 32", names.join(" * ")),
+        },
+    })
+}
+
+/// Whether some block keeps `w` (a block-shape assumption), every assumption of `others` that
+/// names only block sizes (`blockDim.x <= 16`, `blockDim.x == 64`) and the launch bounds
+/// (`max_threads`): tried on blocks `(x, y, 1)` with `y` a power of two up to 32. An
+/// assumption no block keeps would make every race conditional.
+pub fn fits_block_assumptions(w: &Assumption, others: &[Assumption], max_threads: u64) -> bool {
+    let on_block = |t: &Term| {
+        let mut names = std::collections::BTreeSet::new();
+        crate::terms::collect_vars(t, &mut names);
+        !names.is_empty() && names.iter().all(|n| n.starts_with("blockDim."))
+    };
+    let shapes = (1..=1024i64).flat_map(|x| [1i64, 2, 4, 8, 16, 32].map(|y| (x, y)));
+    shapes
+        .filter(|(x, y)| u64::try_from(x * y).is_ok_and(|n| n <= max_threads))
+        .any(|(x, y)| {
+            let at: BTreeMap<String, i64> = [
+                ("blockDim.x".to_string(), x),
+                ("blockDim.y".to_string(), y),
+                ("blockDim.z".to_string(), 1),
+            ]
+            .into_iter()
+            .collect();
+            crate::witness::eval_bool(&w.term, &at) == Some(true)
+                && others
+                    .iter()
+                    .filter(|a| on_block(&a.term))
+                    .all(|a| crate::witness::eval_bool(&a.term, &at) != Some(false))
+        })
+}
+
 #[cfg(test)]
 mod linear_tests {
     use super::*;

@@ -57,12 +57,20 @@
 //!   `__launch_bounds__`. `threadIdx.x % C` or `/ C` alone are not taken as a shape: a lane
 //!   and a warp fit any multiple of `C`. A race that needs another block is conditional,
 //!   `only if blockDim.x != 64`.
+//! - `warp-sized-blocks`: a kernel that splits its threads into warps and lanes (`tid / 32`,
+//!   `tid % 32`, `warpSize`) or synchronizes full warps (`__syncwarp()`) is launched with a
+//!   whole number of warps per block (`blockDim.x % 32 == 0`, or the product of the block
+//!   dimensions it reads), unless a launch fixes a dimension it reads. With a partial warp one
+//!   hardware warp holds two of the kernel's warps, which diverge. Applied to races and to the
+//!   divergence of barriers (the only assumption divergence queries take): a finding that
+//!   needs a partial warp is conditional, `only if blockDim.x is not a multiple of 32`.
 
 mod block_shape;
 mod leading;
 
 pub use block_shape::{
-    constant_shape_assumption, constant_shape_candidates, halo_assumptions, shared_slot_assumptions,
+    constant_shape_assumption, constant_shape_candidates, fits_block_assumptions, halo_assumptions,
+    shared_slot_assumptions, warp_multiple_assumption,
 };
 pub(crate) use leading::guard_operands;
 pub use leading::leading_dimension_assumptions;
@@ -84,6 +92,7 @@ pub struct AssumptionSwitches {
     pub launch_shape_without_launch: bool,
     pub constant_block_shape: bool,
     pub unread_block_dimensions: bool,
+    pub warp_sized_blocks: bool,
 }
 
 impl Default for AssumptionSwitches {
@@ -97,6 +106,7 @@ impl Default for AssumptionSwitches {
             launch_shape_without_launch: true,
             constant_block_shape: true,
             unread_block_dimensions: true,
+            warp_sized_blocks: true,
         }
     }
 }
@@ -111,6 +121,7 @@ impl AssumptionSwitches {
         launch_shape_without_launch: false,
         constant_block_shape: false,
         unread_block_dimensions: false,
+        warp_sized_blocks: false,
     };
 }
 

@@ -11,7 +11,7 @@ use super::*;
 pub(super) struct FunctionFacts<'t> {
     /// Declarations (`init_declarator`, `declaration`, `function_declarator`) by the names
     /// they may declare, in walk order.
-    decls: std::collections::HashMap<String, Vec<Node<'t>>>,
+    pub(super) decls: std::collections::HashMap<String, Vec<Node<'t>>>,
     /// Nodes that may change a variable (see [`HostEnv::changes`]), in walk order.
     pub(super) change_sites: Vec<Node<'t>>,
     /// More than [`MAX_FUNCTION_NODES`] nodes: nothing is known of the function's locals.

@@ -3,9 +3,10 @@
 //! comments are read by [`crate::annotations`]).
 //!
 //! This file finds the sites and builds each [`LaunchSite`]; what the host function does to a
-//! local before the launch is in `host.rs`, the sizes in `sizes.rs`, and the relations between
-//! arguments, sizes and branch conditions in `relations.rs`, the checks before it (`assert(…)`,
-//! `if (…) return;`) in `asserts.rs`.
+//! local before the launch is in `host.rs`, the sizes in `sizes.rs` (with the branches that
+//! choose them in `guards.rs`), the relations between arguments, sizes and branch conditions
+//! in `relations.rs`, and the checks before the launch (`assert(…)`, `if (…) return;`) in
+//! `asserts.rs`.
 
 use crate::collect::{declarator_name, function_declarator, Tables};
 use crate::consteval::{eval, eval_text, list_items, node_text, ConstEnv};
@@ -27,9 +28,12 @@ struct HostEnv<'a, 't> {
     /// names was declared). A passed value named in it needs to stay the same from there to
     /// the launch only (see [`HostEnv::unchanged`]).
     since: std::cell::Cell<Option<usize>>,
+    /// The literals of the `if`s around the launch (see `guards.rs`), read once.
+    launch_literals: std::cell::OnceCell<Vec<guards::Lit<'t>>>,
 }
 
 mod asserts;
+mod guards;
 mod host;
 mod relations;
 mod sizes;
@@ -68,7 +72,7 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
         while let Some(n) = stack.pop() {
             if n.kind() == "call_expression" {
                 if let Some(launch) =
-                    chevron_launch(n, text).or_else(|| launcher_call(tables, n, text))
+                    chevron_launch(n, text).or_else(|| launcher_call(tables, n, text, file))
                 {
                     let func_body = enclosing_function_body(n);
                     let facts = functions
@@ -82,6 +86,7 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
                         text,
                         facts,
                         since: Default::default(),
+                        launch_literals: Default::default(),
                     };
                     out.push(env.site(n, file, &launch));
                 }
@@ -135,9 +140,15 @@ fn chevron_launch<'t>(n: Node<'t>, _text: &str) -> Option<Launch<'t>> {
 /// grid, block, args, smem, stream)`, `hipLaunchKernelGGL(k, grid, block, smem, stream, a, b)`,
 /// `stream->LaunchKernel(k, CudaLaunchConfig(grid, block, 0), a, b)`) that the file does not
 /// define itself. Sizes given by a configuration object are read only when it is built on the
-/// spot by a constructor a `[[launch-config]]` entry describes; the kernel's arguments only when
-/// they are passed directly.
-fn launcher_call<'t>(tables: &Tables<'t>, n: Node<'t>, text: &str) -> Option<Launch<'t>> {
+/// spot by a constructor a `[[launch-config]]` entry describes, or by a helper of the file
+/// that returns one (see [`config_sizes`]); the kernel's arguments only when they are passed
+/// directly.
+fn launcher_call<'t>(
+    tables: &Tables<'t>,
+    n: Node<'t>,
+    text: &str,
+    file: FileId,
+) -> Option<Launch<'t>> {
     use cudarace_library::{KernelArgs, LaunchSizes};
     let bare = |f: Node<'t>| -> Option<Node<'t>> {
         match f.kind() {
@@ -180,8 +191,8 @@ fn launcher_call<'t>(tables: &Tables<'t>, n: Node<'t>, text: &str) -> Option<Lau
         }
         LaunchSizes::Config { arg } => args
             .get(arg)
-            .and_then(|c| config_sizes(tables, *c, text))
-            .map_or((None, None, false), |(g, b)| (Some(g), Some(b), true)),
+            .and_then(|c| config_sizes(tables, *c, text, file))
+            .map_or((None, None, false), |(g, b)| (g, b, true)),
     };
     let kernel_args = match model.kernel_args {
         KernelArgs::From(from) if identified => {
@@ -238,8 +249,16 @@ fn kernel_operand<'t>(tables: &Tables<'t>, mut k: Node<'t>, text: &str) -> Optio
 }
 
 /// The grid and block of a launch configuration built on the spot by a constructor the library
-/// describes (`ep::CudaLaunchConfig(grid, block, smem)`, also `Config{grid, block, smem}`).
-fn config_sizes<'t>(tables: &Tables<'t>, c: Node<'t>, text: &str) -> Option<(Node<'t>, Node<'t>)> {
+/// describes (`ep::CudaLaunchConfig(grid, block, smem)`, also `Config{grid, block, smem}`), or
+/// by a helper of the file whose body only returns one (`GetLaunchConfig(n)` with `return
+/// ep::CudaLaunchConfig((n + 3) / 4, kWarps * 32, 0);`). A size the helper computes from its
+/// parameters is not read (`None`: symbolic); one that is a constant of the file is.
+fn config_sizes<'t>(
+    tables: &Tables<'t>,
+    c: Node<'t>,
+    text: &str,
+    file: FileId,
+) -> Option<(Option<Node<'t>>, Option<Node<'t>>)> {
     let (ty, list) = match c.kind() {
         "call_expression" => (
             c.child_by_field_name("function")?,
@@ -257,12 +276,80 @@ fn config_sizes<'t>(tables: &Tables<'t>, c: Node<'t>, text: &str) -> Option<(Nod
         _ => ty,
     };
     let name = node_text(ty, text);
+    if let Some(defs) = tables.funcs.get(name).filter(|d| !d.is_empty()) {
+        return helper_config_sizes(tables, defs, c.kind(), text, file);
+    }
+    let model = tables.library.launch_config(name)?;
+    let args = list_items(list);
+    Some((
+        Some(*args.get(model.grid_arg)?),
+        Some(*args.get(model.block_arg)?),
+    ))
+}
+
+/// [`config_sizes`] of a call to a function of the file (`defs`, every overload): one
+/// definition, in this file, whose body is `return config;` with `config` built by a described
+/// constructor. Only the sizes that are constants of the file (without the helper's
+/// parameters) are kept.
+fn helper_config_sizes<'t>(
+    tables: &Tables<'t>,
+    defs: &[crate::collect::FuncDef<'t>],
+    call_kind: &str,
+    text: &str,
+    file: FileId,
+) -> Option<(Option<Node<'t>>, Option<Node<'t>>)> {
+    let [def] = defs else {
+        return None;
+    };
+    if call_kind != "call_expression" || def.file != file || def.is_kernel {
+        return None;
+    }
+    let body = def.node.child_by_field_name("body")?;
+    let statements: Vec<Node<'t>> = {
+        let mut c = body.walk();
+        body.named_children(&mut c)
+            .filter(|s| s.kind() != "comment")
+            .collect()
+    };
+    let [ret] = statements.as_slice() else {
+        return None;
+    };
+    if ret.kind() != "return_statement" {
+        return None;
+    }
+    let config = ret.named_child(0)?;
+    // The returned configuration must be built by a described constructor (not by another
+    // helper: one level only).
+    let (ty, list) = match config.kind() {
+        "call_expression" => (
+            config.child_by_field_name("function")?,
+            config.child_by_field_name("arguments")?,
+        ),
+        "compound_literal_expression" => (
+            config.child_by_field_name("type")?,
+            config.child_by_field_name("value")?,
+        ),
+        _ => return None,
+    };
+    let ty = match ty.kind() {
+        "qualified_identifier" => declarator_name(ty)?,
+        "template_function" | "template_type" => ty.child_by_field_name("name")?,
+        _ => ty,
+    };
+    let name = node_text(ty, text);
     if tables.funcs.get(name).is_some_and(|d| !d.is_empty()) {
         return None;
     }
     let model = tables.library.launch_config(name)?;
     let args = list_items(list);
-    Some((*args.get(model.grid_arg)?, *args.get(model.block_arg)?))
+    // A size the tables alone evaluate names only constants of the file: it means the same at
+    // the launch (where the file's constants are looked up before the host function's locals).
+    let constant = |i: usize| {
+        args.get(i)
+            .copied()
+            .filter(|a| eval(*a, text, tables, 0).is_some())
+    };
+    Some((constant(model.grid_arg), constant(model.block_arg)))
 }
 
 impl<'t> HostEnv<'_, 't> {

@@ -163,43 +163,26 @@ impl<'t> HostEnv<'_, 't> {
     /// The values the expression `e` may have at the launch when it has a few integer
     /// constant values: a constant, a local whose initializer and every assignment that may
     /// reach the launch are such expressions (`threadsY = c ? 8 : 4`), `c ? a : b` (either),
-    /// arithmetic on those. The list may hold values that never happen, never misses one.
+    /// arithmetic on those; a value chosen only in branches the launch's own branches rule out
+    /// is left out (see `guards.rs`). The list may hold values that never happen, never misses
+    /// one.
     pub(super) fn value_set(&self, e: Node<'t>, depth: u32) -> Option<Vec<i64>> {
         const MAX: usize = 16;
-        if depth > 8 {
-            return None;
-        }
-        if let Some(v) = eval(e, self.text, self, 0) {
-            return Some(vec![v]);
-        }
-        let mut out = match e.kind() {
-            "parenthesized_expression" => self.value_set(e.named_child(0)?, depth + 1)?,
-            "conditional_expression" => {
-                let mut a = self.value_set(e.child_by_field_name("consequence")?, depth + 1)?;
-                a.extend(self.value_set(e.child_by_field_name("alternative")?, depth + 1)?);
-                a
-            }
-            "identifier" => self.local_values(node_text(e, self.text), depth + 1)?,
-            "binary_expression" => {
-                let op = node_text(e.child_by_field_name("operator")?, self.text);
-                if !matches!(op, "+" | "-" | "*" | "/" | "%") {
-                    return None;
-                }
-                let a = self.value_set(e.child_by_field_name("left")?, depth + 1)?;
-                let b = self.value_set(e.child_by_field_name("right")?, depth + 1)?;
-                let mut out = Vec::new();
-                for x in &a {
-                    for y in &b {
-                        out.push(crate::consteval::binop(op, *x, *y)?);
-                    }
-                }
-                out
-            }
-            _ => return None,
-        };
+        let guarded = self.guarded_values(e, depth)?;
+        self.reaching(guarded).filter(|out| out.len() <= MAX)
+    }
+
+    /// The values of `guarded` that may reach the launch, sorted, without repeats (`None` if
+    /// none does).
+    fn reaching(&self, guarded: guards::Guarded<'t>) -> Option<Vec<i64>> {
+        let mut out: Vec<i64> = guarded
+            .into_iter()
+            .filter(|(_, g)| self.reaches_launch(g))
+            .map(|(v, _)| v)
+            .collect();
         out.sort_unstable();
         out.dedup();
-        (!out.is_empty() && out.len() <= MAX).then_some(out)
+        (!out.is_empty()).then_some(out)
     }
 
     /// The values the integer local `name` may have at the launch: its initializer's and those
@@ -207,6 +190,17 @@ impl<'t> HostEnv<'_, 't> {
     /// it is changed any other way (`+=`, `++`, `&name`, passed by reference), is `static`
     /// (an assignment after the launch reaches the next call's launch) or not a plain integer.
     pub(super) fn local_values(&self, name: &str, depth: u32) -> Option<Vec<i64>> {
+        let guarded = self.local_guarded_values(name, depth)?;
+        self.reaching(guarded)
+    }
+
+    /// [`HostEnv::local_values`] with guards: an assignment's values hold only where the
+    /// `if`s around it took the branch that holds it.
+    pub(super) fn local_guarded_values(
+        &self,
+        name: &str,
+        depth: u32,
+    ) -> Option<guards::Guarded<'t>> {
         let (init, decl) = self.local_decl(name, true)?;
         if self.declares_dim3(decl) || !self.plain_integer(decl) {
             return None;
@@ -224,20 +218,23 @@ impl<'t> HostEnv<'_, 't> {
                 let [one] = items.as_slice() else {
                     return None;
                 };
-                self.value_set(*one, depth + 1)?
+                self.guarded_values(*one, depth + 1)?
             }
-            _ => self.value_set(init, depth + 1)?,
+            _ => self.guarded_values(init, depth + 1)?,
         };
         let changes = match self.const_value(decl) {
             true => vec![],
             false => self.changes_reaching(name, decl),
         };
         for change in changes {
-            out.extend(self.value_set(self.assigned_value(change, name)?, depth + 1)?);
+            let guard = self.assignment_guard(change);
+            let values = self.guarded_values(self.assigned_value(change, name)?, depth + 1)?;
+            out.extend(values.into_iter().map(|(v, mut g)| {
+                g.extend(guard.iter().copied());
+                (v, g)
+            }));
         }
-        out.sort_unstable();
-        out.dedup();
-        (!out.is_empty()).then_some(out)
+        (!out.is_empty() && out.len() <= 64).then_some(out)
     }
 
     /// Like [`HostEnv::dims`], but each dimension is the list of values it may have
@@ -416,7 +413,7 @@ impl<'t> HostEnv<'_, 't> {
     }
 
     /// The right side of `change` when it is a plain `name = value` (not `+=`, not a member).
-    fn assigned_value(&self, change: Node<'t>, name: &str) -> Option<Node<'t>> {
+    pub(super) fn assigned_value(&self, change: Node<'t>, name: &str) -> Option<Node<'t>> {
         let plain = change.kind() == "assignment_expression"
             && change
                 .child_by_field_name("operator")
