@@ -494,12 +494,7 @@ mod tests {
         let q = Query {
             vars,
             assertions: vec![not(lemma.clone())],
-            preferred: vec![],
-            assumptions: vec![],
-            fallback_assumptions: vec![],
-            preconditions: vec![],
-            probes: vec![],
-            report: vec![],
+            ..Default::default()
         };
         matches!(solve(&q, &Limits::default()), Answer::Unsat)
     }

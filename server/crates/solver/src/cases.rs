@@ -163,12 +163,7 @@ mod tests {
         Query {
             vars,
             assertions,
-            preferred: vec![],
-            assumptions: vec![],
-            fallback_assumptions: vec![],
-            preconditions: vec![],
-            probes: vec![],
-            report: vec![],
+            ..Default::default()
         }
     }
 

@@ -24,14 +24,9 @@ impl<'t> HostEnv<'_, 't> {
         call: Node<'t>,
         call_args: Option<&[Node<'t>]>,
     ) -> Vec<SiteValue> {
-        let Some(list) = call_args else {
+        let Some(args) = self.condition_args(call_args) else {
             return vec![];
         };
-        // A `goto` (or a label) may reach the launch past a guard.
-        if self.func_body.is_none() || self.has_goto() {
-            return vec![];
-        }
-        let args = self.pure_texts(list);
         let mut out = Vec::new();
         let mut child = call;
         let mut p = call.parent();
@@ -79,11 +74,7 @@ impl<'t> HostEnv<'_, 't> {
                 {
                     return;
                 }
-                let value = s
-                    .child_by_field_name("condition")
-                    .filter(|c| c.child_by_field_name("initializer").is_none())
-                    .and_then(|c| c.child_by_field_name("value"))
-                    .filter(|v| v.kind() != "declaration");
+                let value = super::if_condition(s);
                 if let Some(v) = value.filter(|v| self.names_mean_the_same(*v)) {
                     out.extend(self.condition(v, args).map(|c| {
                         SiteValue::Op(BinOp::Eq, Box::new(c), Box::new(SiteValue::Int(0)))

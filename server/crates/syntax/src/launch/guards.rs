@@ -88,11 +88,7 @@ impl<'t> HostEnv<'_, 't> {
                 return Vec::new();
             }
             if a.kind() == "if_statement" {
-                let value = a
-                    .child_by_field_name("condition")
-                    .filter(|c| c.child_by_field_name("initializer").is_none())
-                    .and_then(|c| c.child_by_field_name("value"))
-                    .filter(|v| v.kind() != "declaration");
+                let value = super::if_condition(a);
                 if let Some(v) = value {
                     if a.child_by_field_name("consequence") == Some(child) {
                         self.literals(v, true, &mut out);

@@ -248,17 +248,9 @@ fn kernel_operand<'t>(tables: &Tables<'t>, mut k: Node<'t>, text: &str) -> Optio
     None
 }
 
-/// The grid and block of a launch configuration built on the spot by a constructor the library
-/// describes (`ep::CudaLaunchConfig(grid, block, smem)`, also `Config{grid, block, smem}`), or
-/// by a helper of the file whose body only returns one (`GetLaunchConfig(n)` with `return
-/// ep::CudaLaunchConfig((n + 3) / 4, kWarps * 32, 0);`). A size the helper computes from its
-/// parameters is not read (`None`: symbolic); one that is a constant of the file is.
-fn config_sizes<'t>(
-    tables: &Tables<'t>,
-    c: Node<'t>,
-    text: &str,
-    file: FileId,
-) -> Option<(Option<Node<'t>>, Option<Node<'t>>)> {
+/// The type (or function) a call or a braced temporary names, without qualifiers or template
+/// arguments, and its argument list (`LaunchConfig(g, b)`, `cfg::Launch<T>{g, b}`).
+fn constructed_type<'t, 's>(c: Node<'t>, text: &'s str) -> Option<(&'s str, Node<'t>)> {
     let (ty, list) = match c.kind() {
         "call_expression" => (
             c.child_by_field_name("function")?,
@@ -275,7 +267,21 @@ fn config_sizes<'t>(
         "template_function" | "template_type" => ty.child_by_field_name("name")?,
         _ => ty,
     };
-    let name = node_text(ty, text);
+    Some((node_text(ty, text), list))
+}
+
+/// The grid and block of a launch configuration built on the spot by a constructor the library
+/// describes (`ep::CudaLaunchConfig(grid, block, smem)`, also `Config{grid, block, smem}`), or
+/// by a helper of the file whose body only returns one (`GetLaunchConfig(n)` with `return
+/// ep::CudaLaunchConfig((n + 3) / 4, kWarps * 32, 0);`). A size the helper computes from its
+/// parameters is not read (`None`: symbolic); one that is a constant of the file is.
+fn config_sizes<'t>(
+    tables: &Tables<'t>,
+    c: Node<'t>,
+    text: &str,
+    file: FileId,
+) -> Option<(Option<Node<'t>>, Option<Node<'t>>)> {
+    let (name, list) = constructed_type(c, text)?;
     if let Some(defs) = tables.funcs.get(name).filter(|d| !d.is_empty()) {
         return helper_config_sizes(tables, defs, c.kind(), text, file);
     }
@@ -320,23 +326,7 @@ fn helper_config_sizes<'t>(
     let config = ret.named_child(0)?;
     // The returned configuration must be built by a described constructor (not by another
     // helper: one level only).
-    let (ty, list) = match config.kind() {
-        "call_expression" => (
-            config.child_by_field_name("function")?,
-            config.child_by_field_name("arguments")?,
-        ),
-        "compound_literal_expression" => (
-            config.child_by_field_name("type")?,
-            config.child_by_field_name("value")?,
-        ),
-        _ => return None,
-    };
-    let ty = match ty.kind() {
-        "qualified_identifier" => declarator_name(ty)?,
-        "template_function" | "template_type" => ty.child_by_field_name("name")?,
-        _ => ty,
-    };
-    let name = node_text(ty, text);
+    let (name, list) = constructed_type(config, text)?;
     if tables.funcs.get(name).is_some_and(|d| !d.is_empty()) {
         return None;
     }
@@ -468,4 +458,14 @@ fn mentions_arg(v: &SiteValue) -> bool {
         SiteValue::Select(c, a, b) => mentions_arg(c) || mentions_arg(a) || mentions_arg(b),
         SiteValue::Int(_) | SiteValue::GridDim(_) | SiteValue::BlockDim(_) => false,
     }
+}
+
+/// The condition of an `if` as one expression: `None` for `if (int k = f(); k > 0)` and
+/// `if (auto *p = q)` (a declaration), whose names are the branch's own.
+fn if_condition(if_statement: Node) -> Option<Node> {
+    if_statement
+        .child_by_field_name("condition")
+        .filter(|c| c.child_by_field_name("initializer").is_none())
+        .and_then(|c| c.child_by_field_name("value"))
+        .filter(|v| v.kind() != "declaration")
 }

@@ -474,14 +474,9 @@ impl<'t> HostEnv<'_, 't> {
         call: Node<'t>,
         call_args: Option<&[Node<'t>]>,
     ) -> Vec<SiteValue> {
-        let Some(list) = call_args else {
+        let Some(args) = self.condition_args(call_args) else {
             return vec![];
         };
-        // A `goto` may jump into the branch past its condition.
-        if self.func_body.is_none() || self.has_goto() {
-            return vec![];
-        }
-        let args = self.pure_texts(list);
         let mut out = Vec::new();
         let mut child = call;
         let mut p = call.parent();
@@ -490,11 +485,7 @@ impl<'t> HostEnv<'_, 't> {
                 break;
             }
             if a.kind() == "if_statement" {
-                let value = a
-                    .child_by_field_name("condition")
-                    .filter(|c| c.child_by_field_name("initializer").is_none())
-                    .and_then(|c| c.child_by_field_name("value"))
-                    .filter(|v| v.kind() != "declaration");
+                let value = super::if_condition(a);
                 let then = a.child_by_field_name("consequence") == Some(child);
                 let other = a.child_by_field_name("alternative") == Some(child);
                 if let Some(v) = value.filter(|v| self.names_mean_the_same(*v)) {
@@ -513,6 +504,17 @@ impl<'t> HostEnv<'_, 't> {
             p = a.parent();
         }
         out
+    }
+
+    /// The texts of the call's arguments, in whose terms conditions that hold at the launch are
+    /// read; `None` without arguments, or when a `goto` may jump past a condition (into a
+    /// branch, or past a check) to the launch.
+    pub(super) fn condition_args(&self, call_args: Option<&[Node<'t>]>) -> Option<Vec<String>> {
+        let list = call_args?;
+        if self.func_body.is_none() || self.has_goto() {
+            return None;
+        }
+        Some(self.pure_texts(list))
     }
 
     /// `c` in terms of the call's arguments, if it mentions one.

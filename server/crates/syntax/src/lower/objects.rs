@@ -1036,6 +1036,26 @@ impl<'a, 't> Lowerer<'a, 't> {
         Val::S(self.unknown(format!("result of `{method}`"), span, false))
     }
 
+    /// A fresh (64-bit) local assigned the value `e` here: `e` as it is now, whatever its
+    /// locals become later.
+    pub fn local_holding(&mut self, label: &str, e: Expr, span: Span) -> LocalId {
+        let l = self.new_local(
+            label,
+            ScalarType::Int {
+                bits: 64,
+                signed: true,
+            },
+            span,
+        );
+        let value = self.as_number(e);
+        self.emit(Stmt::Assign {
+            local: l,
+            value,
+            span,
+        });
+        l
+    }
+
     /// The same place with every index that mentions a local copied into a fresh local.
     pub fn snapshot_place(&mut self, p: Place, label: &str, span: Span) -> Place {
         match p {
@@ -1046,21 +1066,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                         if !expr_has_local(&e) {
                             return e;
                         }
-                        let l = self.new_local(
-                            label,
-                            ScalarType::Int {
-                                bits: 64,
-                                signed: true,
-                            },
-                            span,
-                        );
-                        let value = self.as_number(e);
-                        self.emit(Stmt::Assign {
-                            local: l,
-                            value,
-                            span,
-                        });
-                        Expr::Local(l)
+                        Expr::Local(self.local_holding(label, e, span))
                     })
                     .collect();
                 Place::Cell { array, index, flat }

@@ -859,21 +859,7 @@ impl Lowerer<'_, '_> {
                 None => Err(p),
             },
             Val::S(e) if rest.is_empty() => {
-                let l = self.new_local(
-                    "operator[]",
-                    ScalarType::Int {
-                        bits: 64,
-                        signed: true,
-                    },
-                    span,
-                );
-                let value = self.as_number(e);
-                self.emit(Stmt::Assign {
-                    local: l,
-                    value,
-                    span,
-                });
-                Ok(Place::Local(l))
+                Ok(Place::Local(self.local_holding("operator[]", e, span)))
             }
             _ => {
                 for i in rest {
