@@ -4,10 +4,11 @@
 //! those values are then by constants, which Z3 decides by linear reasoning where the symbolic
 //! query needs nonlinear search (stylegan's `upfirdn2d` tiles: seconds, no answer).
 //!
-//! Used only to prove unsatisfiability: when every case is unsatisfiable, so is the query (every
-//! model of the query satisfies the disjunction, so one of the cases). A case that is
-//! satisfiable or undecided ends the attempt, and the normal checks decide (and build the
-//! witness with the plausibility assumptions).
+//! When every case is unsatisfiable, so is the query (every model of the query satisfies the
+//! disjunction, so one of the cases). A satisfiable case gives the witness only when it is
+//! still satisfiable with the plausibility assumptions (see `by_cases` in `solve.rs`); an
+//! undecided case, or a witness only without them, ends the attempt, and the normal checks
+//! decide.
 
 use crate::term::{Query, Term};
 use std::collections::BTreeSet;

@@ -6,9 +6,9 @@
 //!   only or last statement): `if (n % 4 != 0) { fprintf(…); return; }`.
 //!
 //! The launch runs only where they hold, as it runs only where the conditions of the `if`s
-//! around it hold (`relations.rs`); they join [`LaunchSite::conditions`] the same way, in
-//! terms of the call's arguments, and only when every name means the same at the guard and
-//! at the launch.
+//! around it hold: `path_conditions` (`relations.rs`) reads both in one walk up from the
+//! launch, into [`LaunchSite::conditions`], in terms of the call's arguments, and only when
+//! every name means the same at the check and at the launch (and no `goto` may skip it).
 //!
 //! [`LaunchSite::conditions`]: cudarace_ir::LaunchSite::conditions
 
@@ -18,38 +18,22 @@ use cudarace_ir::{BinOp, SiteValue};
 use tree_sitter::Node;
 
 impl<'t> HostEnv<'_, 't> {
-    /// The conditions the guards before the launch `call` establish (see the module doc).
-    pub(super) fn checked_before(
+    /// What the checks among the statements of `block` before `child` (the statement that
+    /// holds the launch) establish, added to `out`.
+    pub(super) fn checks_before(
         &self,
-        call: Node<'t>,
-        call_args: Option<&[Node<'t>]>,
-    ) -> Vec<SiteValue> {
-        let Some(args) = self.condition_args(call_args) else {
-            return vec![];
-        };
-        let mut out = Vec::new();
-        let mut child = call;
-        let mut p = call.parent();
-        while let Some(a) = p {
-            if a.kind() == "lambda_expression" {
+        block: Node<'t>,
+        child: Node<'t>,
+        args: &[String],
+        out: &mut Vec<SiteValue>,
+    ) {
+        let mut cursor = block.walk();
+        for s in block.named_children(&mut cursor) {
+            if s.start_byte() >= child.start_byte() {
                 break;
             }
-            if a.kind() == "compound_statement" {
-                let mut cursor = a.walk();
-                for s in a.named_children(&mut cursor) {
-                    if s.start_byte() >= child.start_byte() {
-                        break;
-                    }
-                    self.check_before(s, &args, &mut out);
-                }
-            }
-            if Some(a) == self.func_body {
-                break;
-            }
-            child = a;
-            p = a.parent();
+            self.check_before(s, args, out);
         }
-        out
     }
 
     /// What the statement `s` guarantees for the statements after it, if it is a guard.

@@ -363,11 +363,7 @@ impl<'t> HostEnv<'_, 't> {
             block_values,
             grid_dim,
             block_dim,
-            conditions: {
-                let mut c = self.path_conditions(n, args);
-                c.extend(self.checked_before(n, args));
-                c
-            },
+            conditions: self.path_conditions(n, args),
             args: args
                 .map(|a| self.item_values(a, launch.grid, launch.block))
                 .unwrap_or_default(),

@@ -465,10 +465,11 @@ impl<'t> HostEnv<'_, 't> {
             .is_some_and(|m| m.returns == cudarace_library::Returns::CeilDiv)
     }
 
-    /// The conditions of the `if`s around the launch `call` (in the function), in terms of
-    /// the call's arguments: the conjuncts of the condition of an `if` whose `then` branch
-    /// holds the launch, the negation of the whole condition of one whose `else` branch does.
-    /// A condition (or conjunct) not written exactly in those terms is left out.
+    /// The conditions that hold at the launch `call` (in the function), in terms of the call's
+    /// arguments: the conjuncts of the condition of an `if` whose `then` branch holds the
+    /// launch, the negation of the whole condition of one whose `else` branch does, and what the
+    /// checks before it in the blocks around it establish (`asserts.rs`). A condition (or
+    /// conjunct) not written exactly in those terms is left out.
     pub(super) fn path_conditions(
         &self,
         call: Node<'t>,
@@ -481,7 +482,13 @@ impl<'t> HostEnv<'_, 't> {
         let mut child = call;
         let mut p = call.parent();
         while let Some(a) = p {
-            if Some(a) == self.func_body || a.kind() == "lambda_expression" {
+            if a.kind() == "lambda_expression" {
+                break;
+            }
+            if a.kind() == "compound_statement" {
+                self.checks_before(a, child, &args, &mut out);
+            }
+            if Some(a) == self.func_body {
                 break;
             }
             if a.kind() == "if_statement" {
