@@ -115,6 +115,9 @@ struct PlanMeta {
     may_sync_note: Option<String>,
     /// Library knowledge the kernel relied on (fallback macros), said in the verdict's reason.
     library_notes: Vec<String>,
+    /// What the launch made irrelevant (unmodelled code in a kernel of one thread), said in the
+    /// verdict's reason.
+    launch_notes: Vec<String>,
     /// The block size is over CUDA's limits (see [`launch::Launch::warning`]): a note that does
     /// not change the verdict.
     launch_warning: Option<String>,
@@ -213,6 +216,7 @@ pub fn plan_kernel_until(
         unknown_notes: Vec::new(),
         may_sync_note: None,
         library_notes: kernel.library_notes.clone(),
+        launch_notes: Vec::new(),
         launch_warning: None,
     };
     let mut queries = Vec::new();
@@ -392,7 +396,21 @@ pub fn plan_kernel_until(
             .map(|a| a.name.clone())
             .unwrap_or_default()
     };
-    for (a, why) in &p.opaque_arrays {
+    // One thread in all (every launch is `<<<1, 1>>>`): there is no second thread of the kernel
+    // for unmodelled code to race with or to diverge from, whatever it does, unless it starts
+    // threads of its own.
+    let one_thread = !p.starts_threads
+        && launch
+            .block
+            .iter()
+            .chain(launch.grid.iter())
+            .all(|d| *d == launch::DimSpec::Fixed(1));
+    if one_thread && (!p.opaque_arrays.is_empty() || !p.may_sync_calls.is_empty()) {
+        meta.launch_notes.push(
+            "launched with one thread in all: the unmodelled code has no other thread of this kernel to race with".into(),
+        );
+    }
+    for (a, why) in p.opaque_arrays.iter().filter(|_| !one_thread) {
         let note = format!(
             "`{}` may be accessed by unmodelled code ({why})",
             array_name(*a)
@@ -401,7 +419,7 @@ pub fn plan_kernel_until(
             meta.unknown_notes.push(note);
         }
     }
-    if !p.may_sync.is_empty() {
+    if !p.may_sync.is_empty() && !one_thread {
         meta.may_sync_note =
             Some("unmodelled code may synchronize; it was treated as no barrier, so races it might prevent are reported as possible".into());
     }
@@ -1079,6 +1097,7 @@ pub fn finish_kernel(plan: &KernelPlan, answers: Vec<Answer>, time_ms: f64) -> K
     let mut notes: Vec<String> = meta.launch_warning.iter().cloned().collect();
     notes.extend(meta.unknown_notes.iter().cloned());
     notes.extend(meta.library_notes.iter().cloned());
+    notes.extend(meta.launch_notes.iter().cloned());
     if let Some(n) = &meta.may_sync_note {
         notes.push(n.clone());
     }

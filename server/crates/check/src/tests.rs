@@ -1033,6 +1033,7 @@ fn opaque_effect_on_an_array_makes_the_verdict_unknown() {
         arrays: vec![s],
         locals: vec![],
         may_sync: false,
+        starts_threads: false,
     })]);
     let r = run(&k);
     assert_verdict(&r, Verdict::Unknown);

@@ -543,6 +543,9 @@ pub struct Opaque {
     pub locals: Vec<LocalId>,
     /// True when the unmodelled code might contain a barrier or an early exit.
     pub may_sync: bool,
+    /// True when the unmodelled code starts threads of its own (a kernel launched from device
+    /// code): they may race with this kernel's threads even when it has only one.
+    pub starts_threads: bool,
 }
 
 impl Kernel {

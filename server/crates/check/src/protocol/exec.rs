@@ -1448,6 +1448,7 @@ impl<'k> Exec<'k> {
                 for a in &o.arrays {
                     self.p.opaque_arrays.push((*a, o.reason.clone()));
                 }
+                self.p.starts_threads |= o.starts_threads;
                 for l in &o.locals {
                     let name = self
                         .k

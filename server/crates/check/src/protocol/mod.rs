@@ -114,6 +114,8 @@ pub struct Protocol {
     /// Unmodelled code that may synchronize (a call without a body), with what it is: treated
     /// as no barrier; findings it could prevent (it sits between the two accesses) are possible.
     pub may_sync_calls: Vec<(Span, String)>,
+    /// Unmodelled code starts threads of its own (a kernel launched from device code).
+    pub starts_threads: bool,
     /// Dimensions mentioned by threadIdx/blockDim (block) and blockIdx/gridDim (grid).
     pub block_dims_used: [bool; 3],
     pub grid_dims_used: [bool; 3],

@@ -504,6 +504,7 @@ fn opaque_statements_and_atomic_results_are_inconclusive_when_used() {
         arrays: vec![s],
         locals: vec![],
         may_sync: true,
+        starts_threads: false,
     })];
     assert!(matches!(
         go(&b.k, &launch(2, 1)).outcome,

@@ -767,6 +767,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             arrays: a,
             locals: l,
             may_sync,
+            starts_threads: false,
         }));
     }
 

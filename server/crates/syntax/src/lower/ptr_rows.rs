@@ -98,6 +98,7 @@ impl Lowerer<'_, '_> {
                 arrays: vec![ALL_ARRAYS],
                 locals: vec![],
                 may_sync: false,
+                starts_threads: false,
             });
             self.out.insert(0, o);
         }
