@@ -1156,6 +1156,11 @@ impl<'a, 't> Lowerer<'a, 't> {
                 Some(Binding::Cell(Place::Cell { array, .. })) => arrays.push(array),
                 Some(Binding::Cell(_)) => arrays.push(ALL_ARRAYS),
                 Some(Binding::Local(l)) if assigned => locals.push(l),
+                // A parameter of a type the front end does not know (`Span<float> out` from a
+                // missing header): the memory it reaches.
+                Some(Binding::Value(Expr::Param(pid))) => {
+                    arrays.extend(self.param_object_array(pid));
+                }
                 // An object: whatever its pointer members reach; any member may change.
                 Some(Binding::Object(o)) => {
                     arrays.extend(self.object_arrays(&o));

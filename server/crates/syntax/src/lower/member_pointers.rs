@@ -143,24 +143,27 @@ impl Lowerer<'_, '_> {
     /// not know (see `kernel_param`), or a `__device__`/`__constant__` struct variable. Unknown
     /// code the object is handed to touches it, and with it every member array
     /// (`add_member_arrays`).
+    /// The memory a kernel parameter of a type the front end does not know may reach (the
+    /// array made for it in `kernel_param`).
+    pub(super) fn param_object_array(&self, pid: ParamId) -> Option<ArrayId> {
+        let p = self.k.params.get(pid.0 as usize)?;
+        if p.ty != ScalarType::Other {
+            return None;
+        }
+        self.k
+            .arrays
+            .iter()
+            .position(|a| a.origin == ArrayOrigin::Param(pid.0) && a.name == p.name)
+            .map(|i| ArrayId(i as u32))
+    }
+
     pub(super) fn object_array(&mut self, n: Node) -> Option<ArrayId> {
         if n.kind() != "identifier" {
             return None;
         }
         let name = self.text(n);
         match self.lookup(&name)? {
-            Binding::Value(Expr::Param(pid)) => {
-                let p = self.k.params.get(pid.0 as usize)?;
-                if p.ty != ScalarType::Other {
-                    return None;
-                }
-                let pname = p.name.clone();
-                self.k
-                    .arrays
-                    .iter()
-                    .position(|a| a.origin == ArrayOrigin::Param(pid.0) && a.name == pname)
-                    .map(|i| ArrayId(i as u32))
-            }
+            Binding::Value(Expr::Param(pid)) => self.param_object_array(pid),
             Binding::Array(id) => {
                 let a = self.k.arrays.get(id.0 as usize)?;
                 (a.origin == ArrayOrigin::DeviceGlobal && a.dims.is_empty()).then_some(id)
