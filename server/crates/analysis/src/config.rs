@@ -268,6 +268,7 @@ struct RawAssumptions {
     constant_block_shape: Option<bool>,
     unread_block_dimensions: Option<bool>,
     warp_sized_blocks: Option<bool>,
+    one_to_one_thread_ids: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -447,6 +448,7 @@ impl Config {
                     .unread_block_dimensions
                     .unwrap_or(d.unread_block_dimensions),
                 warp_sized_blocks: a.warp_sized_blocks.unwrap_or(d.warp_sized_blocks),
+                one_to_one_thread_ids: a.one_to_one_thread_ids.unwrap_or(d.one_to_one_thread_ids),
             };
         }
         if let Some(l) = raw.library {

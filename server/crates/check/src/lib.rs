@@ -364,6 +364,20 @@ pub fn plan_kernel_until(
     )
     .filter(|w| assumptions::fits_block_assumptions(w, &kernel_assumptions, launch.max_threads));
     kernel_assumptions.extend(warp_multiple.iter().cloned());
+    // Linearised thread ids are one-to-one, when some block the other assumptions allow keeps
+    // it (`blockDim.x <= 16` with `blockDim.y <= blockDim.x` still allows 16 × 16).
+    for a in assumptions::one_to_one_thread_id_assumptions(
+        kernel,
+        launch
+            .block
+            .clone()
+            .map(|d| matches!(d, launch::DimSpec::Symbolic)),
+        &opts.assumptions,
+    ) {
+        if assumptions::fits_block_assumptions(&a, &kernel_assumptions, launch.max_threads) {
+            kernel_assumptions.push(a);
+        }
+    }
     kernel_assumptions.extend(assumptions::launch_assumptions(
         p.block_dims_used,
         p.grid_dims_used,

@@ -827,6 +827,86 @@ pub fn warp_multiple_assumption(
     })
 }
 
+/// `one-to-one-thread-ids`: a thread id linearised with one block size as the radix of another
+/// dimension's thread index (`threadIdx.x * blockDim.x + threadIdx.y`, or `threadIdx.y *
+/// blockDim.y + threadIdx.x`) is written for blocks where that index stays below the radix:
+/// `blockDim.y <= blockDim.x` (square blocks, the usual launch of such code, keep it). With a
+/// larger `blockDim.y` two threads get one id; a race that needs it is conditional. One
+/// assumption per pair of dimensions so combined, and only where no launch fixes either.
+pub fn one_to_one_thread_id_assumptions(
+    kernel: &Kernel,
+    block_symbolic: [bool; 3],
+    switches: &AssumptionSwitches,
+) -> Vec<Assumption> {
+    use cudarace_ir::{Builtin, Dim};
+    if !switches.one_to_one_thread_ids {
+        return Vec::new();
+    }
+    let once = assigned_once(kernel);
+    // (digit's dimension, radix's dimension)
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    walk_block(&kernel.body, &mut |e, _| {
+        let Expr::Binary(BinOp::Add, _, _) = e else {
+            return;
+        };
+        let mut terms = Vec::new();
+        flatten_sum(e, &mut terms);
+        let radixes: Vec<usize> = terms
+            .iter()
+            .filter_map(|t| {
+                let Expr::Binary(BinOp::Mul, a, b) = strip_casts(t) else {
+                    return None;
+                };
+                let (idx, radix) = match (strip_casts(a), strip_casts(b)) {
+                    (x, Expr::Builtin(Builtin::BlockDim(d))) => (x, *d),
+                    (Expr::Builtin(Builtin::BlockDim(d)), x) => (x, *d),
+                    _ => return None,
+                };
+                thread_index_dim(kernel, &once, idx)?;
+                Some(Dim::ALL.iter().position(|x| *x == radix)?)
+            })
+            .collect();
+        for t in &terms {
+            let Some(digit) = thread_index_dim(kernel, &once, t) else {
+                continue;
+            };
+            let digit = Dim::ALL.iter().position(|x| *x == digit).unwrap_or(0);
+            for r in &radixes {
+                if *r != digit && !pairs.contains(&(digit, *r)) {
+                    pairs.push((digit, *r));
+                }
+            }
+        }
+    });
+    pairs
+        .into_iter()
+        .filter(|(d, r)| block_symbolic[*d] && block_symbolic[*r])
+        .map(|(d, r)| {
+            let (dn, rn) = (Dim::ALL[d].name(), Dim::ALL[r].name());
+            Assumption {
+                term: Term::le(
+                    Term::var(format!("blockDim.{dn}")),
+                    Term::var(format!("blockDim.{rn}")),
+                ),
+                broken: Broken::BlockShape {
+                    text: format!("blockDim.{dn} > blockDim.{rn}"),
+                },
+            }
+        })
+        .collect()
+}
+
+/// The operands of a sum (`a + b + c`), casts looked through.
+fn flatten_sum<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match strip_casts(e) {
+        Expr::Binary(BinOp::Add, a, b) => {
+            flatten_sum(a, out);
+            flatten_sum(b, out);
+        }
+        x => out.push(x),
+    }
+}
+
 /// Whether some block keeps `w` (a block-shape assumption), every assumption of `others` that
 /// names only block sizes (`blockDim.x <= 16`, `blockDim.x == 64`) and the launch bounds
 /// (`max_threads`): tried on blocks `(x, y, 1)` with `y` a power of two up to 32. An

@@ -64,13 +64,18 @@
 //!   hardware warp holds two of the kernel's warps, which diverge. Applied to races and to the
 //!   divergence of barriers (the only assumption divergence queries take): a finding that
 //!   needs a partial warp is conditional, `only if blockDim.x is not a multiple of 32`.
+//! - `one-to-one-thread-ids`: a thread id linearised with one block size as the radix of
+//!   another dimension's index (`threadIdx.x * blockDim.x + threadIdx.y`) is one-to-one: that
+//!   index stays below the radix (`blockDim.y <= blockDim.x`; square blocks keep it), unless a
+//!   launch fixes either dimension. A race between two threads with one id is conditional,
+//!   `only if blockDim.y > blockDim.x`.
 
 mod block_shape;
 mod leading;
 
 pub use block_shape::{
     constant_shape_assumption, constant_shape_candidates, fits_block_assumptions, halo_assumptions,
-    shared_slot_assumptions, warp_multiple_assumption,
+    one_to_one_thread_id_assumptions, shared_slot_assumptions, warp_multiple_assumption,
 };
 pub(crate) use leading::guard_operands;
 pub use leading::leading_dimension_assumptions;
@@ -93,6 +98,7 @@ pub struct AssumptionSwitches {
     pub constant_block_shape: bool,
     pub unread_block_dimensions: bool,
     pub warp_sized_blocks: bool,
+    pub one_to_one_thread_ids: bool,
 }
 
 impl Default for AssumptionSwitches {
@@ -107,6 +113,7 @@ impl Default for AssumptionSwitches {
             constant_block_shape: true,
             unread_block_dimensions: true,
             warp_sized_blocks: true,
+            one_to_one_thread_ids: true,
         }
     }
 }
@@ -122,6 +129,7 @@ impl AssumptionSwitches {
         constant_block_shape: false,
         unread_block_dimensions: false,
         warp_sized_blocks: false,
+        one_to_one_thread_ids: false,
     };
 }
 
