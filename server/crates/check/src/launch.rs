@@ -9,6 +9,7 @@
 use crate::terms::*;
 use cudarace_ir::{BinOp, FileIr, Kernel, LaunchConfig, ScalarType, SiteValue};
 use cudarace_solver::Term;
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DimSpec {
@@ -657,6 +658,64 @@ impl Launch {
         facts
     }
 
+    /// Whether some launch site's arguments leave out a binding for a query with the values
+    /// `has`: one whose subject it has but whose value names a parameter it lacks (`hs = m *
+    /// n` in a query without `m`, see [`Launch::site_facts`]). A witness of such a query may
+    /// not fit the site (see [`Launch::witness_fits_a_site`]).
+    pub fn drops_bindings(&self, has: &dyn Fn(&str) -> bool) -> bool {
+        self.param_sites.iter().flatten().any(|(p, t)| {
+            let mut vars = std::collections::BTreeSet::new();
+            collect_vars(t, &mut vars);
+            has(p)
+                && !vars
+                    .iter()
+                    .all(|v| has(v) || v.starts_with("blockDim.") || v.starts_with("gridDim."))
+        })
+    }
+
+    /// Whether a witness (`model`) fits one launch site's arguments, the bindings its query
+    /// left out included. A value naming parameters the witness does not give is a product of
+    /// them and given values (`hs = m * n`: `hs` a multiple of `n`), else `None`: it cannot
+    /// tell. `Some(true)` when the file does not launch the kernel.
+    pub fn witness_fits_a_site(&self, model: &BTreeMap<String, i64>) -> Option<bool> {
+        if self.param_sites.is_empty() {
+            return Some(true);
+        }
+        let mut unsure = false;
+        for site in &self.param_sites {
+            let mut fits = Some(true);
+            for (p, t) in site {
+                let Some(value) = model.get(p) else { continue };
+                let ok = if all_given(t, model) {
+                    crate::witness::eval_int(t, model).map(|v| v == *value)
+                } else {
+                    given_factor(t, model).map(|c| match c {
+                        0 => *value == 0,
+                        c => value % c == 0,
+                    })
+                };
+                match ok {
+                    Some(true) => {}
+                    Some(false) => {
+                        fits = Some(false);
+                        break;
+                    }
+                    None => fits = None,
+                }
+            }
+            match fits {
+                Some(true) => return Some(true),
+                Some(false) => {}
+                None => unsure = true,
+            }
+        }
+        if unsure {
+            None
+        } else {
+            Some(false)
+        }
+    }
+
     /// One launch site's bindings hold (nothing when the file does not launch the kernel).
     fn site_facts(&self, has: &dyn Fn(&str) -> bool) -> Vec<Term> {
         if self.param_sites.is_empty() {
@@ -1085,4 +1144,24 @@ mod tests {
              blockDim.x * blockDim.y * blockDim.z <= 64"
         );
     }
+}
+
+/// For a product of factors that are constants, values of `model` and names it lacks: the
+/// product of the given factors (`m * n * 4` with `n = 3` given: 12). `None` for another shape.
+fn given_factor(t: &Term, model: &BTreeMap<String, i64>) -> Option<i64> {
+    match t {
+        Term::Mul(ts) => ts
+            .iter()
+            .try_fold(1i64, |acc, x| acc.checked_mul(given_factor(x, model)?)),
+        Term::Var(v) => Some(model.get(v.as_ref()).copied().unwrap_or(1)),
+        _ if all_given(t, model) => crate::witness::eval_int(t, model),
+        _ => None,
+    }
+}
+
+/// Every name of `t` has a value in `model`.
+fn all_given(t: &Term, model: &BTreeMap<String, i64>) -> bool {
+    let mut vars = std::collections::BTreeSet::new();
+    collect_vars(t, &mut vars);
+    vars.iter().all(|v| model.contains_key(v.as_str()))
 }

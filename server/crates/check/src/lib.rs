@@ -159,6 +159,9 @@ enum Item {
         /// Unmodelled calls that may synchronize sit between the two accesses: the finding is
         /// possible, for this reason.
         may_sync: Option<String>,
+        /// The kernel's launch, when the query left out a launch-site binding (it names a
+        /// parameter the query lacks): a witness must be checked against it.
+        launch: Option<Arc<launch::Launch>>,
     },
     Divergence {
         span: Span,
@@ -256,6 +259,7 @@ pub fn plan_kernel_until(
     block_used[0] = true;
     grid_used[0] = true;
     let launch = launch::resolve(file, kernel, &opts.launch_override, block_used, grid_used);
+    let shared_launch = Arc::new(launch.clone());
     meta.assumed_launch = launch.describe();
     meta.launch_warning = launch.warning.clone();
     let roles = assumptions::param_roles(kernel);
@@ -684,6 +688,7 @@ pub fn plan_kernel_until(
             }
             _ => None,
         };
+        let q_vars: std::collections::HashSet<String> = q.vars.keys().cloned().collect();
         queries.push(q);
         meta.items.push(Item::Race {
             array: array_name(xa.array),
@@ -704,6 +709,9 @@ pub fn plan_kernel_until(
             preconditions,
             shape_params: shape_params.clone(),
             warp_synchronous: !p.has_warp_sync && kernel.volatile_arrays.contains(&xa.array),
+            launch: launch
+                .drops_bindings(&|v| q_vars.contains(v))
+                .then(|| shared_launch.clone()),
             may_sync: match &meeting {
                 Some(Some(m)) if m.contains(&(ia.min(ib), ia.max(ib))) => None,
                 Some(_) => Some(calls_note.clone()),
@@ -813,6 +821,7 @@ fn race_finding(
         shape_params,
         warp_synchronous,
         may_sync: call_note,
+        launch,
     } = item
     else {
         return None;
@@ -827,6 +836,16 @@ fn race_finding(
     let independent = chosen.is_some_and(|(d, _)| witness::holds_for_any(d, model, unknowns));
     let mut reasons: Vec<String> = if independent { vec![] } else { reasons.clone() };
     reasons.extend(structural.iter().cloned());
+    // A launch-site binding the query left out (`hs = m * n` without `m`) may rule the
+    // witness out: unless it fits a site, the race is only possible.
+    match launch.as_ref().map(|l| l.witness_fits_a_site(model)) {
+        Some(Some(false)) => reasons.push("values no launch site of the file passes".into()),
+        Some(None) => reasons.push(
+            "values not checked against the launch sites' arguments (a relation to a parameter the race does not name)"
+                .into(),
+        ),
+        _ => {}
+    }
     // Loop variables only from the way the pair meets (other disjuncts' variables are
     // unconstrained in the model and would show values outside their loops).
     let mut in_disjunct = std::collections::BTreeSet::new();
