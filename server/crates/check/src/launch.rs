@@ -963,6 +963,26 @@ fn show_term_in(t: &Term, outer: u8) -> String {
     }
 }
 
+/// For a product of factors that are constants, values of `model` and names it lacks: the
+/// product of the given factors (`m * n * 4` with `n = 3` given: 12). `None` for another shape.
+fn given_factor(t: &Term, model: &BTreeMap<String, i64>) -> Option<i64> {
+    match t {
+        Term::Mul(ts) => ts
+            .iter()
+            .try_fold(1i64, |acc, x| acc.checked_mul(given_factor(x, model)?)),
+        Term::Var(v) => Some(model.get(v.as_ref()).copied().unwrap_or(1)),
+        _ if all_given(t, model) => crate::witness::eval_int(t, model),
+        _ => None,
+    }
+}
+
+/// Every name of `t` has a value in `model`.
+fn all_given(t: &Term, model: &BTreeMap<String, i64>) -> bool {
+    let mut vars = std::collections::BTreeSet::new();
+    collect_vars(t, &mut vars);
+    vars.iter().all(|v| model.contains_key(v.as_str()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1144,24 +1164,4 @@ mod tests {
              blockDim.x * blockDim.y * blockDim.z <= 64"
         );
     }
-}
-
-/// For a product of factors that are constants, values of `model` and names it lacks: the
-/// product of the given factors (`m * n * 4` with `n = 3` given: 12). `None` for another shape.
-fn given_factor(t: &Term, model: &BTreeMap<String, i64>) -> Option<i64> {
-    match t {
-        Term::Mul(ts) => ts
-            .iter()
-            .try_fold(1i64, |acc, x| acc.checked_mul(given_factor(x, model)?)),
-        Term::Var(v) => Some(model.get(v.as_ref()).copied().unwrap_or(1)),
-        _ if all_given(t, model) => crate::witness::eval_int(t, model),
-        _ => None,
-    }
-}
-
-/// Every name of `t` has a value in `model`.
-fn all_given(t: &Term, model: &BTreeMap<String, i64>) -> bool {
-    let mut vars = std::collections::BTreeSet::new();
-    collect_vars(t, &mut vars);
-    vars.iter().all(|v| model.contains_key(v.as_str()))
 }

@@ -863,7 +863,7 @@ pub fn one_to_one_thread_id_assumptions(
                     _ => return None,
                 };
                 thread_index_dim(kernel, &once, idx)?;
-                Some(Dim::ALL.iter().position(|x| *x == radix)?)
+                Dim::ALL.iter().position(|x| *x == radix)
             })
             .collect();
         for t in &terms {
