@@ -140,6 +140,8 @@ impl LaunchIndex {
                 if !local.contains(&s.origin.0) {
                     added.push(LaunchSite {
                         span: kernel.span,
+                        // Spans of another file's definitions name nothing here.
+                        definitions: None,
                         ..s.site.clone()
                     });
                 }

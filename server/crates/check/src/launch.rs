@@ -91,9 +91,10 @@ fn from_config(c: &LaunchConfig, block: bool, d: usize) -> Option<DimSpec> {
     v.map(DimSpec::Fixed)
 }
 
-/// The launch sites of `kernel`: the names match and, among overloads of the name
-/// (`k(char4 *, …11 params)` and `k(int8_t *, …10 params)`), the site's argument count is this
-/// kernel's, or no overload's (default arguments). A site of another overload would bind none
+/// The launch sites of `kernel`: the names match, the site reaches this definition of an
+/// explicitly specialized template (see [`cudarace_ir::LaunchSite::definitions`]), and, among
+/// overloads of the name (`k(char4 *, …11 params)` and `k(int8_t *, …10 params)`), the site's
+/// argument count is this kernel's, or no overload's (default arguments). A site of another overload would bind none
 /// of this kernel's parameters and so erase every other site's bindings; nor does it launch
 /// this kernel.
 pub fn sites_of<'f>(file: &'f FileIr, kernel: &Kernel) -> Vec<&'f cudarace_ir::LaunchSite> {
@@ -109,6 +110,12 @@ pub fn sites_of<'f>(file: &'f FileIr, kernel: &Kernel) -> Vec<&'f cudarace_ir::L
         .iter()
         .filter(|s| s.kernel == kernel.base_name())
         .filter(|s| s.args.is_empty() || s.args.len() == mine || !arities.contains(&s.args.len()))
+        // A site that launches another explicit specialization of the template.
+        .filter(|s| {
+            s.definitions
+                .as_ref()
+                .is_none_or(|d| d.contains(&kernel.span))
+        })
         .collect()
 }
 
@@ -1067,6 +1074,7 @@ mod tests {
             block_dim: Some([128, 1, 1]),
             args: vec![],
             template_args: vec![],
+            definitions: None,
             grid_relations: [None, None, None],
             block_relations: [None, None, None],
             grid_values: None,

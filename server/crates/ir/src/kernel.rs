@@ -82,6 +82,10 @@ pub struct LaunchSite {
     pub grid_values: Option<[Vec<u64>; 3]>,
     /// Likewise for [`LaunchSite::block_dim`].
     pub block_values: Option<[Vec<u64>; 3]>,
+    /// The definitions of the kernel's name the site can launch, when the name has explicit
+    /// specializations (`k<half><<<…>>>` launches `template <> __global__ void k(half *…)`
+    /// only); `None`: any definition of the name.
+    pub definitions: Option<Vec<Span>>,
     /// Conditions that hold whenever the launch runs (the conditions of the `if`s around it), in
     /// terms of the call's arguments ([`SiteValue::Arg`]; non-zero is true). Only conditions
     /// written exactly in those terms; any other is left out.

@@ -5,8 +5,9 @@
 //! This file finds the sites and builds each [`LaunchSite`]; what the host function does to a
 //! local before the launch is in `host.rs`, the sizes in `sizes.rs` (with the branches that
 //! choose them in `guards.rs`), the relations between arguments, sizes and branch conditions
-//! in `relations.rs`, and the checks before the launch (`assert(…)`, `if (…) return;`) in
-//! `asserts.rs`.
+//! in `relations.rs`, the checks before the launch (`assert(…)`, `if (…) return;`) in
+//! `asserts.rs`, and which explicit specializations of a kernel template a site reaches in
+//! `specializations.rs`.
 
 use crate::collect::{declarator_name, function_declarator, Tables};
 use crate::consteval::{eval, eval_text, list_items, node_text, ConstEnv};
@@ -37,6 +38,7 @@ mod guards;
 mod host;
 mod relations;
 mod sizes;
+mod specializations;
 
 use host::FunctionFacts;
 
@@ -368,6 +370,13 @@ impl<'t> HostEnv<'_, 't> {
                 .map(|a| self.item_values(a, launch.grid, launch.block))
                 .unwrap_or_default(),
             template_args: self.arg_values(launch.template_args, launch.grid, launch.block),
+            definitions: specializations::reachable_definitions(
+                self.tables,
+                node_text(launch.name, self.text),
+                launch.template_args,
+                self.func_body.and_then(|b| b.parent()),
+                self.text,
+            ),
             grid_relations: self.size_relations(launch.grid, args),
             block_relations: self.size_relations(launch.block, args),
         }
