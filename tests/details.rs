@@ -434,7 +434,8 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
          shared-in-bounds = false\nsingle-block-without-launch = false\n\
          leading-dimensions = false\nlaunch-shape-without-launch = false\n\
          constant-block-shape = false\n\
-         unread-block-dimensions = false\nwarp-sized-blocks = false\n",
+         unread-block-dimensions = false\nwarp-sized-blocks = false\n\
+         one-to-one-thread-ids = false\n",
     );
     let config =
         cudarace_analysis::config::Config::load(&dir.join("cudarace.toml")).expect("valid config");
@@ -461,6 +462,7 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
         "witnesses/block_stride_loop_from_split_thread_index_is_conditional.cu",
         "witnesses/thread_column_chosen_padding_of_row_step_is_conditional.cu",
         "witnesses/warp_split_by_a_partial_warp_is_conditional.cu",
+        "witnesses/thread_id_with_another_dimensions_radix_is_conditional.cu",
     ] {
         let path = fixtures_dir().join(rel);
         let text = std::fs::read_to_string(&path).expect("fixture is readable");
