@@ -681,9 +681,10 @@ impl Launch {
     }
 
     /// Whether a witness (`model`) fits one launch site's arguments, the bindings its query
-    /// left out included. A value naming parameters the witness does not give is a product of
-    /// them and given values (`hs = m * n`: `hs` a multiple of `n`), else `None`: it cannot
-    /// tell. `Some(true)` when the file does not launch the kernel.
+    /// left out included: a value naming parameters the witness does not give must be one
+    /// those parameters can make (see [`reachable`]: `hs = m * n` needs `hs` a multiple of
+    /// `n`); `None` when a binding's shape does not tell. `Some(true)` when the file does not
+    /// launch the kernel.
     pub fn witness_fits_a_site(&self, model: &BTreeMap<String, i64>) -> Option<bool> {
         if self.param_sites.is_empty() {
             return Some(true);
@@ -693,14 +694,7 @@ impl Launch {
             let mut fits = Some(true);
             for (p, t) in site {
                 let Some(value) = model.get(p) else { continue };
-                let ok = if all_given(t, model) {
-                    crate::witness::eval_int(t, model).map(|v| v == *value)
-                } else {
-                    given_factor(t, model).map(|c| match c {
-                        0 => *value == 0,
-                        c => value % c == 0,
-                    })
-                };
+                let ok = reachable(t, *value, model);
                 match ok {
                     Some(true) => {}
                     Some(false) => {
@@ -970,15 +964,53 @@ fn show_term_in(t: &Term, outer: u8) -> String {
     }
 }
 
-/// For a product of factors that are constants, values of `model` and names it lacks: the
-/// product of the given factors (`m * n * 4` with `n = 3` given: 12). `None` for another shape.
-fn given_factor(t: &Term, model: &BTreeMap<String, i64>) -> Option<i64> {
+/// Whether `t` can be `value` for some values of the names `model` lacks (each taken as free:
+/// the witness did not need them). `None` where the shape of `t` does not tell: a sum or
+/// difference with one part that names them (`n / 4 + 1`), a division of it by a given
+/// positive divisor, a product of given factors and names it lacks (`hs = m * n`: a multiple
+/// of `n`); names that occur in several parts are taken as independent, which may accept a
+/// witness that does not fit (never the other way round).
+fn reachable(t: &Term, value: i64, model: &BTreeMap<String, i64>) -> Option<bool> {
+    if all_given(t, model) {
+        return crate::witness::eval_int(t, model).map(|v| v == value);
+    }
+    let given = |x: &Term| all_given(x, model);
+    let eval = |x: &Term| crate::witness::eval_int(x, model);
     match t {
-        Term::Mul(ts) => ts
-            .iter()
-            .try_fold(1i64, |acc, x| acc.checked_mul(given_factor(x, model)?)),
-        Term::Var(v) => Some(model.get(v.as_ref()).copied().unwrap_or(1)),
-        _ if all_given(t, model) => crate::witness::eval_int(t, model),
+        Term::Var(_) => Some(true),
+        Term::Add(ts) => {
+            let (free, fixed): (Vec<&Term>, Vec<&Term>) = ts.iter().partition(|x| !given(x));
+            let [free] = free.as_slice() else {
+                return None;
+            };
+            let sum = fixed
+                .iter()
+                .try_fold(0i64, |acc, x| acc.checked_add(eval(x)?))?;
+            reachable(free, value.checked_sub(sum)?, model)
+        }
+        Term::Sub(a, b) if given(b) => reachable(a, value.checked_add(eval(b)?)?, model),
+        Term::Sub(a, b) if given(a) => reachable(b, eval(a)?.checked_sub(value)?, model),
+        Term::Div(a, b) if given(b) && eval(b)? > 0 => {
+            reachable(a, value.checked_mul(eval(b)?)?, model)
+        }
+        Term::Mul(ts) => {
+            let (free, fixed): (Vec<&Term>, Vec<&Term>) = ts.iter().partition(|x| !given(x));
+            let c = fixed
+                .iter()
+                .try_fold(1i64, |acc, x| acc.checked_mul(eval(x)?))?;
+            if c == 0 {
+                return Some(value == 0);
+            }
+            if value % c != 0 {
+                return Some(false);
+            }
+            match free.as_slice() {
+                [one] => reachable(one, value / c, model),
+                // A product of several free names is any integer.
+                more if more.iter().all(|x| matches!(x, Term::Var(_))) => Some(true),
+                _ => None,
+            }
+        }
         _ => None,
     }
 }
@@ -993,6 +1025,28 @@ fn all_given(t: &Term, model: &BTreeMap<String, i64>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_with_free_names_is_reachable_when_their_values_can_make_it() {
+        let m: BTreeMap<String, i64> = [("n".to_string(), 64), ("hs".to_string(), 5)]
+            .into_iter()
+            .collect();
+        let v = |s: &str| Term::var(s.to_string());
+        // hs = heads * n: a multiple of n.
+        assert_eq!(reachable(&mul(v("heads"), v("n")), 128, &m), Some(true));
+        assert_eq!(reachable(&mul(v("heads"), v("n")), 65, &m), Some(false));
+        // blockDim.x = w / 4 + 1, with w free: any value.
+        let quarter = Term::Div(Arc::new(v("w")), Arc::new(int(4)));
+        assert_eq!(reachable(&add(quarter, int(1)), 9, &m), Some(true));
+        // n - k with k free, and a given sum.
+        let diff = Term::Sub(Arc::new(v("n")), Arc::new(v("k")));
+        assert_eq!(reachable(&diff, 3, &m), Some(true));
+        assert_eq!(reachable(&add(v("n"), int(1)), 65, &m), Some(true));
+        assert_eq!(reachable(&add(v("n"), int(1)), 64, &m), Some(false));
+        // A remainder of a free name: not told.
+        let rem = Term::Rem(Arc::new(v("w")), Arc::new(int(4)));
+        assert_eq!(reachable(&rem, 9, &m), None);
+    }
     use cudarace_ir::{LaunchSite, Span};
     use std::sync::Arc;
 
