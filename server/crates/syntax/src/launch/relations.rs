@@ -257,7 +257,8 @@ impl<'t> HostEnv<'_, 't> {
             _ => self.at,
         };
         for (d, comp) in self.dim_texts(size, 0).iter().enumerate().take(3) {
-            let (text, tree) = crate::parse::parse_snippet_body(comp);
+            // In parentheses: `w * w` alone would parse as a declaration of a pointer `w`.
+            let (text, tree) = crate::parse::parse_snippet_body(&format!("({comp})"));
             let Some(e) = crate::consteval::snippet_expr(&tree) else {
                 continue;
             };
