@@ -670,14 +670,10 @@ impl Launch {
     /// n` in a query without `m`, see [`Launch::site_facts`]). A witness of such a query may
     /// not fit the site (see [`Launch::witness_fits_a_site`]).
     pub fn drops_bindings(&self, has: &dyn Fn(&str) -> bool) -> bool {
-        self.param_sites.iter().flatten().any(|(p, t)| {
-            let mut vars = std::collections::BTreeSet::new();
-            collect_vars(t, &mut vars);
-            has(p)
-                && !vars
-                    .iter()
-                    .all(|v| has(v) || v.starts_with("blockDim.") || v.starts_with("gridDim."))
-        })
+        self.param_sites
+            .iter()
+            .flatten()
+            .any(|(p, t)| has(p) && !names_known(t, has))
     }
 
     /// Whether a witness (`model`) fits one launch site's arguments, the bindings its query
@@ -723,12 +719,7 @@ impl Launch {
             return vec![];
         }
         let mut alternatives = Vec::new();
-        let known = |t: &Term| {
-            let mut vars = std::collections::BTreeSet::new();
-            collect_vars(t, &mut vars);
-            vars.iter()
-                .all(|v| has(v) || v.starts_with("blockDim.") || v.starts_with("gridDim."))
-        };
+        let known = |t: &Term| names_known(t, has);
         for (i, site) in self.param_sites.iter().enumerate() {
             // Conditions that name only what the query has (or launch sizes).
             let conditions: Vec<Term> = self
@@ -748,12 +739,7 @@ impl Launch {
                 // A binding whose value names a parameter the query does not have would
                 // declare nothing for it (`gridDim.y == H` in a query without `H`): left out,
                 // which only weakens the fact.
-                .filter(|(_, t)| {
-                    let mut vars = std::collections::BTreeSet::new();
-                    collect_vars(t, &mut vars);
-                    vars.iter()
-                        .all(|v| has(v) || v.starts_with("blockDim.") || v.starts_with("gridDim."))
-                })
+                .filter(|(_, t)| known(t))
                 .filter(|(p, t)| {
                     has(p)
                         || ((p.starts_with("gridDim.") || p.starts_with("blockDim."))
@@ -1013,6 +999,14 @@ fn reachable(t: &Term, value: i64, model: &BTreeMap<String, i64>) -> Option<bool
         }
         _ => None,
     }
+}
+
+/// Every name of `t` is one the query has (`has`) or a launch size.
+fn names_known(t: &Term, has: &dyn Fn(&str) -> bool) -> bool {
+    let mut vars = std::collections::BTreeSet::new();
+    collect_vars(t, &mut vars);
+    vars.iter()
+        .all(|v| has(v) || v.starts_with("blockDim.") || v.starts_with("gridDim."))
 }
 
 /// Every name of `t` has a value in `model`.

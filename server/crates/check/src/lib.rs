@@ -258,8 +258,14 @@ pub fn plan_kernel_until(
     let (mut block_used, mut grid_used) = (p.block_dims_used, p.grid_dims_used);
     block_used[0] = true;
     grid_used[0] = true;
-    let launch = launch::resolve(file, kernel, &opts.launch_override, block_used, grid_used);
-    let shared_launch = Arc::new(launch.clone());
+    // Shared with the race items whose witnesses are checked against the sites.
+    let launch = Arc::new(launch::resolve(
+        file,
+        kernel,
+        &opts.launch_override,
+        block_used,
+        grid_used,
+    ));
     meta.assumed_launch = launch.describe();
     meta.launch_warning = launch.warning.clone();
     let roles = assumptions::param_roles(kernel);
@@ -688,7 +694,9 @@ pub fn plan_kernel_until(
             }
             _ => None,
         };
-        let q_vars: std::collections::HashSet<String> = q.vars.keys().cloned().collect();
+        let checked_launch = launch
+            .drops_bindings(&|v| q.vars.contains_key(v))
+            .then(|| launch.clone());
         queries.push(q);
         meta.items.push(Item::Race {
             array: array_name(xa.array),
@@ -709,9 +717,7 @@ pub fn plan_kernel_until(
             preconditions,
             shape_params: shape_params.clone(),
             warp_synchronous: !p.has_warp_sync && kernel.volatile_arrays.contains(&xa.array),
-            launch: launch
-                .drops_bindings(&|v| q_vars.contains(v))
-                .then(|| shared_launch.clone()),
+            launch: checked_launch,
             may_sync: match &meeting {
                 Some(Some(m)) if m.contains(&(ia.min(ib), ia.max(ib))) => None,
                 Some(_) => Some(calls_note.clone()),

@@ -863,14 +863,18 @@ pub fn one_to_one_thread_id_assumptions(
                     _ => return None,
                 };
                 thread_index_dim(kernel, &once, idx)?;
-                Dim::ALL.iter().position(|x| *x == radix)
+                Some(radix.index())
             })
             .collect();
+        // Most sums have no block size as a radix: nothing to look for among their terms.
+        if radixes.is_empty() {
+            return;
+        }
         for t in &terms {
             let Some(digit) = thread_index_dim(kernel, &once, t) else {
                 continue;
             };
-            let digit = Dim::ALL.iter().position(|x| *x == digit).unwrap_or(0);
+            let digit = digit.index();
             for r in &radixes {
                 if *r != digit && !pairs.contains(&(digit, *r)) {
                     pairs.push((digit, *r));

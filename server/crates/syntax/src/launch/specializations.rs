@@ -192,6 +192,10 @@ fn host_parameter_index(host: Node, arg: &str, text: &str) -> Option<usize> {
 /// The values of the `i`-th template parameter for which the host template `host` has an
 /// explicit specialization in the file.
 fn host_specializations(tables: &Tables, host: Node, i: usize, text: &str) -> Vec<String> {
+    // Only the first parameter is read off a specialization (see `specialization_arg`).
+    if i != 0 {
+        return vec![];
+    }
     let Some(name) = host
         .child_by_field_name("declarator")
         .and_then(function_declarator)
@@ -207,9 +211,6 @@ fn host_specializations(tables: &Tables, host: Node, i: usize, text: &str) -> Ve
     let Some(primary) = defs.iter().find(|d| d.node.id() == host.id()) else {
         return vec![];
     };
-    if i != 0 {
-        return vec![];
-    }
     defs.iter()
         .filter(|d| is_explicit_specialization(d))
         .filter_map(|d| specialization_arg(tables, primary, d))
