@@ -1,8 +1,9 @@
 //! Explicit specializations of a kernel template (`template <> __global__ void k(half *…)`):
 //! which definitions of the kernel's name a launch site reaches.
 //!
-//! - `k<half><<<…>>>` reaches the specialization for `half`, and only it; `k<float>` reaches
-//!   the primary template.
+//! - `k<half><<<…>>>` (or `k<__half>`) reaches the specialization for `half`, and only it;
+//!   `k<float>` reaches the primary template; `k<fp16>` with a name the front end cannot tell
+//!   apart from `half` (a typedef) reaches both.
 //! - `k<T><<<…>>>` inside a host template `run<T>` that has an explicit specialization
 //!   `run<half>` of its own never has `T = half` (a call of `run` with `half` takes that
 //!   specialization), so it does not reach `k<half>` (FasterTransformer's `invoke…` functions
@@ -32,11 +33,13 @@ pub(super) fn reachable_definitions<'t>(
         .filter(|d| d.is_kernel)
         .collect();
     let primary = defs.iter().find(|d| is_primary(d))?;
+    // A specialization whose argument cannot be read might be the one any site reaches: then
+    // every site reaches every definition, as without specializations.
     let specialized: Vec<(&FuncDef<'t>, String)> = defs
         .iter()
         .filter(|d| is_explicit_specialization(d))
-        .filter_map(|d| Some((*d, specialization_arg(tables, primary, d)?)))
-        .collect();
+        .map(|d| Some((*d, specialization_arg(tables, primary, d)?)))
+        .collect::<Option<_>>()?;
     if specialized.is_empty() {
         return None;
     }
@@ -51,18 +54,64 @@ pub(super) fn reachable_definitions<'t>(
                 .chain(
                     specialized
                         .iter()
-                        .filter(|(_, a)| !excluded.contains(a))
+                        .filter(|(_, a)| !excluded.iter().any(|x| same_type(x, a)))
                         .map(|(d, _)| span(d)),
                 )
                 .collect()
         }
-        // `k<half>`: its specialization, else the primary template.
-        None => match specialized.iter().find(|(_, a)| *a == arg) {
+        // `k<half>`: its specialization. Any other argument: the primary template, and every
+        // specialization for a type the argument may name (`k<fp16>` with `typedef half
+        // fp16`): only two known, different types (`float` and `half`) are surely apart.
+        None => match specialized.iter().find(|(_, a)| same_type(a, &arg)) {
             Some((d, _)) => vec![span(d)],
-            None => vec![span(primary)],
+            None => std::iter::once(span(primary))
+                .chain(
+                    specialized
+                        .iter()
+                        .filter(|(_, a)| !different_types(a, &arg))
+                        .map(|(d, _)| span(d)),
+                )
+                .collect(),
         },
     };
     Some(reached)
+}
+
+/// One spelling of each type whose names the front end knows (spaces dropped, as
+/// [`first_arg`] gives them): the fundamental types and CUDA's half-precision types, with
+/// their aliases. Any other name may be a typedef of one of them.
+fn known_type(t: &str) -> Option<&'static str> {
+    Some(match t {
+        "float" => "float",
+        "double" => "double",
+        "bool" => "bool",
+        "char" => "char",
+        "signedchar" => "signed char",
+        "unsignedchar" => "unsigned char",
+        "short" | "shortint" | "signedshort" => "short",
+        "unsignedshort" | "unsignedshortint" => "unsigned short",
+        "int" | "signed" | "signedint" => "int",
+        "unsigned" | "unsignedint" => "unsigned int",
+        "long" | "longint" | "signedlong" => "long",
+        "unsignedlong" | "unsignedlongint" => "unsigned long",
+        "longlong" | "longlongint" | "signedlonglong" => "long long",
+        "unsignedlonglong" | "unsignedlonglongint" => "unsigned long long",
+        "half" | "__half" => "__half",
+        "half2" | "__half2" => "__half2",
+        "nv_bfloat16" | "__nv_bfloat16" => "__nv_bfloat16",
+        "nv_bfloat162" | "__nv_bfloat162" => "__nv_bfloat162",
+        _ => return None,
+    })
+}
+
+/// The two template arguments surely name the same type.
+fn same_type(a: &str, b: &str) -> bool {
+    a == b || known_type(a).is_some_and(|x| known_type(b) == Some(x))
+}
+
+/// The two template arguments surely name different types.
+fn different_types(a: &str, b: &str) -> bool {
+    matches!((known_type(a), known_type(b)), (Some(x), Some(y)) if x != y)
 }
 
 fn template_parameter_names(list: Node, text: &str) -> Vec<String> {
