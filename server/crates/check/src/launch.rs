@@ -94,9 +94,9 @@ fn from_config(c: &LaunchConfig, block: bool, d: usize) -> Option<DimSpec> {
 /// The launch sites of `kernel`: the names match, the site reaches this definition of an
 /// explicitly specialized template (see [`cudarace_ir::LaunchSite::definitions`]), and, among
 /// overloads of the name (`k(char4 *, …11 params)` and `k(int8_t *, …10 params)`), the site's
-/// argument count is this kernel's, or no overload's (default arguments). A site of another overload would bind none
-/// of this kernel's parameters and so erase every other site's bindings; nor does it launch
-/// this kernel.
+/// argument count is this kernel's, or no overload's (default arguments). A site of another
+/// overload would bind none of this kernel's parameters and so erase every other site's
+/// bindings; nor does it launch this kernel.
 pub fn sites_of<'f>(file: &'f FileIr, kernel: &Kernel) -> Vec<&'f cudarace_ir::LaunchSite> {
     let call_arity = |k: &Kernel| k.params.iter().filter(|p| !p.is_template).count();
     let arities: Vec<usize> = file
@@ -976,8 +976,37 @@ fn reachable(t: &Term, value: i64, model: &BTreeMap<String, i64>) -> Option<bool
         }
         Term::Sub(a, b) if given(b) => reachable(a, value.checked_add(eval(b)?)?, model),
         Term::Sub(a, b) if given(a) => reachable(b, eval(a)?.checked_sub(value)?, model),
+        // C division truncates: `a / b == value` for every `a` of a range of `b` values
+        // (`[value·b, value·b + b - 1]` for a positive quotient); some of them may be
+        // reachable when `value·b` is not (`4 * k / 3 == 1` at `a = 4`).
         Term::Div(a, b) if given(b) && eval(b)? > 0 => {
-            reachable(a, value.checked_mul(eval(b)?)?, model)
+            let b = eval(b)?;
+            let q = value.checked_mul(b)?;
+            let (lo, hi) = match value.signum() {
+                1 => (q, q.checked_add(b - 1)?),
+                -1 => (q.checked_sub(b - 1)?, q),
+                _ => (1 - b, b - 1),
+            };
+            if matches!(&**a, Term::Var(_)) {
+                return Some(true);
+            }
+            // Beyond this many candidates the shape does not tell.
+            if hi - lo > 64 {
+                return None;
+            }
+            let mut unsure = false;
+            for x in lo..=hi {
+                match reachable(a, x, model) {
+                    Some(true) => return Some(true),
+                    Some(false) => {}
+                    None => unsure = true,
+                }
+            }
+            if unsure {
+                None
+            } else {
+                Some(false)
+            }
         }
         Term::Mul(ts) => {
             let (free, fixed): (Vec<&Term>, Vec<&Term>) = ts.iter().partition(|x| !given(x));
@@ -1040,6 +1069,14 @@ mod tests {
         // A remainder of a free name: not told.
         let rem = Term::Rem(Arc::new(v("w")), Arc::new(int(4)));
         assert_eq!(reachable(&rem, 9, &m), None);
+        // C division truncates: 4 * k / 3 is 1 at k = 1 (4 / 3 == 1), though 1 * 3 is no
+        // multiple of 4; 4 * k / 2 is never 1 nor -1 (2, 3 and -3, -2 are no multiples of 4),
+        // and it is 0 at k = 0.
+        let over = |d: i64| Term::Div(Arc::new(mul(int(4), v("k"))), Arc::new(int(d)));
+        assert_eq!(reachable(&over(3), 1, &m), Some(true));
+        assert_eq!(reachable(&over(2), 1, &m), Some(false));
+        assert_eq!(reachable(&over(2), -1, &m), Some(false));
+        assert_eq!(reachable(&over(2), 0, &m), Some(true));
     }
     use cudarace_ir::{LaunchSite, Span};
     use std::sync::Arc;

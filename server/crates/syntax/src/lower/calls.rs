@@ -90,12 +90,10 @@ impl<'a, 't> Lowerer<'a, 't> {
             let mut arrays = Self::arrays_of_vals(&vals);
             let (oa, ol) = self.objects_in_args(&args);
             arrays.extend(oa);
-            self.opaque("kernel launch from device code", span, arrays, ol, false);
             // The child grid's threads are not this kernel's: they may race with it even
             // when it runs one thread.
-            if let Some(Stmt::Opaque(o)) = self.out.last_mut() {
-                o.starts_threads = true;
-            }
+            let reason = "kernel launch from device code";
+            self.opaque_starting(reason, span, arrays, ol, false, true);
             return Val::Void;
         }
         match f.kind() {

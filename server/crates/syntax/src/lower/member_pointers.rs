@@ -138,11 +138,6 @@ impl Lowerer<'_, '_> {
         }
     }
 
-    /// The array standing for the memory an object the members of which may be pointers
-    /// reaches, for the identifier `n`: the array of a parameter of a type the front end does
-    /// not know (see `kernel_param`), or a `__device__`/`__constant__` struct variable. Unknown
-    /// code the object is handed to touches it, and with it every member array
-    /// (`add_member_arrays`).
     /// The memory a kernel parameter of a type the front end does not know may reach (the
     /// array made for it in `kernel_param`).
     pub(super) fn param_object_array(&self, pid: ParamId) -> Option<ArrayId> {
@@ -157,6 +152,11 @@ impl Lowerer<'_, '_> {
             .map(|i| ArrayId(i as u32))
     }
 
+    /// The array standing for the memory an object the members of which may be pointers
+    /// reaches, for the identifier `n`: the array of a parameter of a type the front end does
+    /// not know (see `kernel_param`), or a `__device__`/`__constant__` struct variable. Unknown
+    /// code the object is handed to touches it, and with it every member array
+    /// (`add_member_arrays`).
     pub(super) fn object_array(&mut self, n: Node) -> Option<ArrayId> {
         if n.kind() != "identifier" {
             return None;

@@ -749,6 +749,20 @@ impl<'a, 't> Lowerer<'a, 't> {
         locals: Vec<LocalId>,
         may_sync: bool,
     ) {
+        self.opaque_starting(reason, span, arrays, locals, may_sync, false);
+    }
+
+    /// [`Lowerer::opaque`] that says whether the unmodelled code starts threads of its own
+    /// (a kernel launch from device code).
+    pub fn opaque_starting(
+        &mut self,
+        reason: impl Into<String>,
+        span: Span,
+        arrays: Vec<ArrayId>,
+        locals: Vec<LocalId>,
+        may_sync: bool,
+        starts_threads: bool,
+    ) {
         let mut a = Vec::new();
         for x in arrays {
             if !a.contains(&x) {
@@ -767,7 +781,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             arrays: a,
             locals: l,
             may_sync,
-            starts_threads: false,
+            starts_threads,
         }));
     }
 
