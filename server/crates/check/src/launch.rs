@@ -685,32 +685,19 @@ impl Launch {
         if self.param_sites.is_empty() {
             return Some(true);
         }
-        let mut unsure = false;
-        for site in &self.param_sites {
+        any_fits(self.param_sites.iter().map(|site| {
+            // Every binding the witness gives a value to: one that cannot be ends the site.
             let mut fits = Some(true);
             for (p, t) in site {
                 let Some(value) = model.get(p) else { continue };
-                let ok = reachable(t, *value, model);
-                match ok {
+                match reachable(t, *value, model) {
                     Some(true) => {}
-                    Some(false) => {
-                        fits = Some(false);
-                        break;
-                    }
+                    Some(false) => return Some(false),
                     None => fits = None,
                 }
             }
-            match fits {
-                Some(true) => return Some(true),
-                Some(false) => {}
-                None => unsure = true,
-            }
-        }
-        if unsure {
-            None
-        } else {
-            Some(false)
-        }
+            fits
+        }))
     }
 
     /// One launch site's bindings hold (nothing when the file does not launch the kernel).
@@ -994,19 +981,7 @@ fn reachable(t: &Term, value: i64, model: &BTreeMap<String, i64>) -> Option<bool
             if hi - lo > 64 {
                 return None;
             }
-            let mut unsure = false;
-            for x in lo..=hi {
-                match reachable(a, x, model) {
-                    Some(true) => return Some(true),
-                    Some(false) => {}
-                    None => unsure = true,
-                }
-            }
-            if unsure {
-                None
-            } else {
-                Some(false)
-            }
+            any_fits((lo..=hi).map(|x| reachable(a, x, model)))
         }
         Term::Mul(ts) => {
             let (free, fixed): (Vec<&Term>, Vec<&Term>) = ts.iter().partition(|x| !given(x));
@@ -1027,6 +1002,24 @@ fn reachable(t: &Term, value: i64, model: &BTreeMap<String, i64>) -> Option<bool
             }
         }
         _ => None,
+    }
+}
+
+/// Some of the answers is yes (`Some(true)`); else `None` when one does not tell; else no.
+/// Stops at the first yes.
+fn any_fits(answers: impl Iterator<Item = Option<bool>>) -> Option<bool> {
+    let mut unsure = false;
+    for a in answers {
+        match a {
+            Some(true) => return Some(true),
+            Some(false) => {}
+            None => unsure = true,
+        }
+    }
+    if unsure {
+        None
+    } else {
+        Some(false)
     }
 }
 
