@@ -53,6 +53,7 @@ pub struct LibraryFile {
     pub launchers: Vec<LauncherModel>,
     pub launch_configs: Vec<LaunchConfigModel>,
     pub classes: Vec<ClassSource>,
+    pub ranges: Vec<RangeModel>,
 }
 
 #[derive(Deserialize)]
@@ -71,6 +72,8 @@ struct RawFile {
     launch_config: Vec<Spanned<RawLaunchConfig>>,
     #[serde(default)]
     class: Vec<Spanned<crate::classes::RawClass>>,
+    #[serde(default)]
+    range: Vec<Spanned<crate::ranges::RawRange>>,
 }
 
 /// `[[launcher]]`: a host function that launches the kernel it is given.
@@ -199,7 +202,7 @@ struct RawMacro {
     body: String,
 }
 
-fn is_identifier(s: &str) -> bool {
+pub(crate) fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     chars
         .next()
@@ -394,6 +397,7 @@ pub fn parse_file(path: &Path, text: &str) -> Result<LibraryFile, LibraryError> 
     let (launchers, launch_configs) =
         launchers_of(raw.launcher, raw.launch_config, &library, &error)?;
     let classes = crate::classes::classes_of(raw.class, &library, &error)?;
+    let ranges = crate::ranges::ranges_of(raw.range, &library, &error)?;
     Ok(LibraryFile {
         name: library,
         description: header.description,
@@ -403,6 +407,7 @@ pub fn parse_file(path: &Path, text: &str) -> Result<LibraryFile, LibraryError> 
         launchers,
         launch_configs,
         classes,
+        ranges,
     })
 }
 

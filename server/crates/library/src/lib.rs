@@ -9,9 +9,11 @@
 
 pub mod classes;
 pub mod file;
+pub mod ranges;
 
 pub use classes::{defined_names, ClassSource};
 pub use file::{parse_file, LibraryError, LibraryFile};
+pub use ranges::RangeModel;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -204,6 +206,8 @@ pub struct Library {
     launch_configs: HashMap<String, Arc<LaunchConfigModel>>,
     /// Fallback class sources by each name they define.
     classes: HashMap<String, Arc<ClassSource>>,
+    /// Range functions by name, each overload (arity) once.
+    ranges: HashMap<String, Vec<Arc<RangeModel>>>,
     /// The names of the loaded files, in load order.
     files: Vec<Arc<str>>,
 }
@@ -294,6 +298,11 @@ impl Library {
                 self.classes.insert(n.clone(), c.clone());
             }
         }
+        for r in f.ranges {
+            let overloads = self.ranges.entry(r.name.clone()).or_default();
+            overloads.retain(|o| o.params.len() != r.params.len());
+            overloads.push(Arc::new(r));
+        }
         self.files.push(f.name);
     }
 
@@ -339,6 +348,20 @@ impl Library {
             }
         }
         out
+    }
+
+    /// The range function `name` taking `arity` arguments (`grid_stride_range(n)`).
+    pub fn range(&self, name: &str, arity: usize) -> Option<&RangeModel> {
+        self.ranges
+            .get(name)?
+            .iter()
+            .find(|r| r.params.len() == arity)
+            .map(|r| r.as_ref())
+    }
+
+    /// Whether some range function is called `name`.
+    pub fn has_range(&self, name: &str) -> bool {
+        self.ranges.contains_key(name)
     }
 
     pub fn macros(&self) -> impl Iterator<Item = &MacroModel> {

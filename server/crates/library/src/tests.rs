@@ -43,6 +43,11 @@ fn no_name_is_described_by_two_bundled_files() {
                 f.launch_configs
                     .iter()
                     .map(|c| format!("launch-config {}", c.name)),
+            )
+            .chain(
+                f.ranges
+                    .iter()
+                    .map(|r| format!("range {}/{}", r.name, r.params.len())),
             );
         for n in names {
             if let Some(other) = owner.insert(n.clone(), file.to_string()) {
@@ -346,5 +351,67 @@ fn defined_names_are_definitions_not_uses_or_forward_declarations() {
     }
     for n in ["Fwd", "B", "f", "x"] {
         assert!(!d.contains(n), "{n} in {d:?}");
+    }
+}
+
+const RANGE_HEAD: &str = "[library]\nname = \"x\"\ndescription = \"d\"\n\n[[range]]\n";
+
+#[test]
+fn ranges_are_read_by_name_and_arity_and_fill_in_their_arguments() {
+    let lib = Library::bundled();
+    let one = lib
+        .range("grid_stride_range", 1)
+        .expect("OpenCV's grid_stride_range(to)");
+    let two = lib
+        .range("grid_stride_range", 2)
+        .expect("OpenCV's grid_stride_range(from, to)");
+    assert!(lib.range("grid_stride_range", 3).is_none());
+    let args = ["n".to_string()];
+    assert_eq!(one.substitute(&one.to, &args, &[]).as_deref(), Some("(n)"));
+    let args2 = ["a + 1".to_string(), "b".to_string()];
+    assert_eq!(
+        two.substitute(&two.from, &args2, &[]).as_deref(),
+        Some("(a + 1) + blockDim.x * blockIdx.x + threadIdx.x")
+    );
+    // A template parameter takes the call's template argument, else its default.
+    let block = lib.range("block_stride_range", 1).unwrap();
+    assert_eq!(
+        block
+            .substitute(&block.step, &args, &["128".into()])
+            .as_deref(),
+        Some("((128) == 0 ? blockDim.x : (128))")
+    );
+    assert_eq!(
+        block.substitute(&block.step, &args, &[]).as_deref(),
+        Some("((0) == 0 ? blockDim.x : (0))")
+    );
+    // Too many template arguments, or a wrong count of arguments: the entry does not fit.
+    assert!(block
+        .substitute(&block.step, &args, &["1".into(), "2".into()])
+        .is_none());
+    assert!(block.substitute(&block.step, &[], &[]).is_none());
+    // A member named like a parameter is not the parameter.
+    assert_eq!(
+        one.substitute("v.to + to", &args, &[]).as_deref(),
+        Some("v.to + (n)")
+    );
+}
+
+#[test]
+fn malformed_range_entries_are_refused_with_file_and_line() {
+    let cases = [
+        ("names = [\"r\"]\nparams = [\"n-1\"]\nfrom = \"0\"\nto = \"n\"\nstep = \"1\"\n", 6, "not a parameter name"),
+        ("names = [\"r<T>\"]\nfrom = \"0\"\nto = \"1\"\nstep = \"1\"\n", 6, "not a range name"),
+        ("names = []\nfrom = \"0\"\nto = \"1\"\nstep = \"1\"\n", 6, "`names` is empty"),
+        ("names = [\"r\"]\nfrom = \"0\"\nto = \"(1\"\nstep = \"1\"\n", 6, "not an expression"),
+        ("names = [\"r\"]\nfrom = \"0; x\"\nto = \"1\"\nstep = \"1\"\n", 6, "not an expression"),
+        ("names = [\"r\"]\nfrom = \"0\"\nto = \"1\"\n", 5, "step"),
+        ("names = [\"r\"]\ntemplate-defaults = [\"0\"]\nfrom = \"0\"\nto = \"1\"\nstep = \"1\"\n", 6, "more entries"),
+        ("names = [\"r\"]\nfrom = \"0\"\nto = \"1\"\nstep = \"1\"\n[[range]]\nnames = [\"r\"]\nfrom = \"0\"\nto = \"1\"\nstep = \"1\"\n", 11, "described twice"),
+    ];
+    for (entry, line, what) in cases {
+        let e = err(&format!("{RANGE_HEAD}{entry}"));
+        assert_eq!(e.line(), line, "{e}");
+        assert!(e.message.contains(what), "{e} (wanted: {what})");
     }
 }

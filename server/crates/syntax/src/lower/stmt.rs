@@ -256,6 +256,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             | "empty_statement"
             | ";" => {}
             "struct_specifier" | "class_specifier" | "enum_specifier" | "union_specifier" => {}
+            "for_range_loop" if self.library_range_for(n) => {}
             "for_range_loop"
             | "try_statement"
             | "throw_statement"
@@ -311,19 +312,34 @@ impl<'a, 't> Lowerer<'a, 't> {
         if let Some(lib) = &m.fallback {
             self.fallback_macros.insert(name.clone(), lib.to_string());
         }
+        let head = format!("void __cudarace_snippet() {{ {expansion}\n");
+        self.snippet_with_body(n, name, head, "\n}\n", body)
+    }
+
+    /// Lowers `head`, the text of the statement `n`'s `body`, then `tail`, as the statements of
+    /// a function: the expansion of a loop macro or a library range around a body written in
+    /// the file. `name` is kept on the expansion stack meanwhile (a macro does not expand
+    /// itself). False when the text does not parse as a function.
+    pub(crate) fn snippet_with_body(
+        &mut self,
+        n: Node,
+        name: String,
+        head: String,
+        tail: &str,
+        body: Node,
+    ) -> bool {
         let span = self.span(n);
         // The body keeps its byte offsets (so its accesses are reported where they are
         // written): the expansion goes into the blank space before it when it fits.
-        let head = format!("void __cudarace_snippet() {{ {expansion}\n");
         let body_start = body.start_byte();
         let (text, at) = if self.src.at.is_none() && head.len() <= body_start {
             let mut t = head;
             t.push_str(&" ".repeat(body_start - t.len()));
             t.push_str(&self.text(body));
-            t.push_str("\n}\n");
+            t.push_str(tail);
             (t, None)
         } else {
-            let t = format!("{head}{}\n}}\n", self.text(body));
+            let t = format!("{head}{}{tail}", self.text(body));
             (t, Some(self.src.at.unwrap_or(span)))
         };
         let tree = crate::parse::parse(&text, None);

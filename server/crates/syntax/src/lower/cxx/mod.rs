@@ -14,6 +14,8 @@
 //!   branch of its own, one taken (the same for every thread).
 //! - `fn_refs.rs`: device functions passed by name (or taken from a `const` table of them)
 //!   and called through a parameter or variable.
+//! - `ranges.rs`: a range-based `for` over a library index range (`grid_stride_range(n)`)
+//!   is the counted loop the range stands for.
 //! - `type_params.rs`: template type parameters bound to classes of the file (`reduce<Add>`).
 
 pub(crate) mod choice;
@@ -22,6 +24,7 @@ pub(crate) mod fn_refs;
 pub(crate) mod lambdas;
 pub(crate) mod overloads;
 pub(crate) mod pointer_bumps;
+pub(crate) mod ranges;
 pub(crate) mod temporaries;
 pub(crate) mod type_params;
 pub(crate) mod vectors;
