@@ -70,6 +70,15 @@ fn races_without_unknown_values_are_definite() {
 }
 
 #[test]
+fn parameters_of_typedefs_of_integers_are_integers() {
+    let fs = findings("frontend/typedef_of_an_integer_parameter.cu", Verdict::Racy);
+    assert!(
+        fs.iter().all(|f| f.confidence == Confidence::Definite),
+        "{fs:#?}"
+    );
+}
+
+#[test]
 fn races_through_data_dependent_indices_are_possible() {
     let ks = kernels("frontend/data_dependent_index.cu");
     assert_eq!(ks.len(), 1);

@@ -326,7 +326,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     fn cast_to(&mut self, ty_node: Node, arg: Node) -> Val {
         let ty = self.type_text(ty_node);
         let v = self.expr(arg);
-        match (typenames::scalar_type(&ty), v) {
+        match (self.scalar_type_of(&ty), v) {
             (t @ ScalarType::Int { .. }, Val::S(e)) => Val::S(fold(&Expr::Cast(t, Box::new(e)))),
             (t @ (ScalarType::Float | ScalarType::Bool), Val::S(e)) => {
                 Val::S(Expr::Cast(t, Box::new(e)))
@@ -514,6 +514,11 @@ impl<'a, 't> Lowerer<'a, 't> {
         if let Some(def) = def {
             return self.inline(name, &def, targs, n, args, None, want_place);
         }
+        // `T(x)`, `T()` with a type parameter `T` of the function (`auto sum = T(0);`): a
+        // conversion to a type the front end does not know, not a call.
+        if targs.is_none() && args.len() <= 1 && self.is_type_param(name) {
+            return self.conversion_to_type_param(name, args, span);
+        }
         // No body: what a library file says of it.
         let library = self.tab.library.clone();
         if let Some(model) = library.function(name) {
@@ -588,7 +593,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         if base_ty.trim() == "void" {
             return Val::Void;
         }
-        match (typenames::scalar_type(&base_ty), v) {
+        match (self.scalar_type_of(&base_ty), v) {
             (t @ ScalarType::Int { .. }, Val::S(e)) => Val::S(fold(&Expr::Cast(t, Box::new(e)))),
             (t @ (ScalarType::Float | ScalarType::Bool), Val::S(e)) => {
                 Val::S(Expr::Cast(t, Box::new(e)))
@@ -828,6 +833,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
         if let Some(tp) = def.template_params {
             self.bind_type_params(tp, &targ_classes, true);
+            self.note_type_params(tp);
         }
         // Template parameters.
         if let Some(tp) = def.template_params {
@@ -955,7 +961,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 // lambda, `T p`): a pointer variable.
                 (Shape::Scalar, ArgVal::V(Val::P(pv)))
                     if typenames::is_auto(&ty_text)
-                        || typenames::scalar_type(&ty_text) == ScalarType::Other =>
+                        || self.scalar_type_of(&ty_text) == ScalarType::Other =>
                 {
                     let key = (
                         def.file,
@@ -973,7 +979,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                         .last()
                         .is_some_and(|f| f.assigned.contains(&pname));
                     if reassigned || expr_has_local(&e) {
-                        let ty = typenames::scalar_type(&ty_text);
+                        let ty = self.scalar_type_of(&ty_text);
                         let l = self.new_local(&format!("{name}.{pname}"), ty, pspan);
                         let e = self.coerce(ty, e);
                         self.emit(Stmt::Assign {
@@ -1013,7 +1019,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             } else {
                 let l = self.new_local(
                     &format!("{name}.result"),
-                    typenames::scalar_type(&ret_ty_text),
+                    self.scalar_type_of(&ret_ty_text),
                     fspan,
                 );
                 let u = self.unknown(

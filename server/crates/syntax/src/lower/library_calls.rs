@@ -6,7 +6,7 @@ use cudarace_library::{Access, Count, FunctionModel, Returns, Sync, Unit};
 
 /// Whether every thread of a block computes the same value for `e` (conservative: locals and
 /// loaded data count as varying).
-fn block_uniform(e: &Expr, unknowns: &[UnknownValue]) -> bool {
+pub(crate) fn block_uniform(e: &Expr, unknowns: &[UnknownValue]) -> bool {
     match e {
         Expr::Int(_) | Expr::Bool(_) | Expr::Float(_) | Expr::Param(_) => true,
         Expr::Builtin(b) => !matches!(b, Builtin::ThreadIdx(_)),

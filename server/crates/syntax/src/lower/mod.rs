@@ -431,6 +431,9 @@ pub(crate) struct Lowerer<'a, 't> {
     /// Template type parameters bound to classes of the file: (frame depth, parameter, class)
     /// (see `cxx/type_params.rs`).
     pub type_params: Vec<(usize, String, String)>,
+    /// Every template type parameter of the functions being lowered, bound or not: (frame
+    /// depth, parameter) (see `cxx/type_params.rs`).
+    pub type_param_names: Vec<(usize, String)>,
     /// `typedef`s and `using` aliases declared in the kernel and the functions inlined into it:
     /// name → aliased type text (file-level ones are in `Tables::type_aliases`).
     pub type_aliases: HashMap<String, String>,
@@ -503,6 +506,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             lambda_env: None,
             escaped_locals: Vec::new(),
             type_params: Vec::new(),
+            type_param_names: Vec::new(),
             type_aliases: HashMap::new(),
             shared_unions: HashSet::new(),
             dereferenced: HashSet::new(),
@@ -844,7 +848,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             .child_by_field_name("type")
             .map(|t| self.text(t))
             .unwrap_or_default();
-        let elem = typenames::scalar_type(&ty);
+        let elem = self.scalar_type_of(&ty);
         let (dims, _) = self.capture(|l| l.array_dims(g.declarator));
         let span = self.span(g.declarator);
         self.src = saved;
@@ -1010,6 +1014,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
         // Template parameters: uniform symbols, fixed by a unique instantiation.
         if let Some(tp) = def.template_params {
+            self.note_type_params(tp);
             let fixed = self.fixed_instantiation(&name);
             let mut c = tp.walk();
             let list: Vec<Node> = tp.named_children(&mut c).collect();
@@ -1027,7 +1032,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     continue;
                 };
                 let pname = self.text(nm);
-                let ty = typenames::scalar_type(
+                let ty = self.scalar_type_of(
                     &p.child_by_field_name("type")
                         .map(|t| self.text(t))
                         .unwrap_or_default(),
@@ -1110,7 +1115,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         // (`(p + i)->f`): a pointer `typedef` from a missing header, whose elements are of an
         // unknown type.
         let untyped_pointer = shape == Shape::Scalar
-            && typenames::scalar_type(&ty_text) == ScalarType::Other
+            && self.scalar_type_of(&ty_text) == ScalarType::Other
             && self.class_of(&ty_text).is_none()
             && typenames::vector_type(&ty_text).is_none()
             && types::enum_values(self.tab, &ty_text).is_none()
@@ -1202,7 +1207,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 } else if enum_values.is_some() {
                     ScalarType::INT
                 } else {
-                    typenames::scalar_type(&ty_text)
+                    self.scalar_type_of(&ty_text)
                 };
                 self.k.params.push(Param {
                     name: name.clone(),

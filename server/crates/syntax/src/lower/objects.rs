@@ -260,7 +260,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                             Some(Binding::Value(e)) => e,
                             _ => self.unknown(format!("member `{full}`"), span, false),
                         },
-                        (ObjInit::Param(_), _, _) => match typenames::scalar_type(&fty) {
+                        (ObjInit::Param(_), _, _) => match self.scalar_type_of(&fty) {
                             // An integer member of a by-value parameter is a parameter of its
                             // own: the same in every thread of the grid (an unknown would only
                             // be uniform per block), and shown by name in witnesses.
@@ -289,7 +289,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                             self.unknown(format!("member `{full}`"), span, false)
                         }
                     };
-                    let ty = typenames::scalar_type(&fty);
+                    let ty = self.scalar_type_of(&fty);
                     let l = self.new_local(&full, ty, span);
                     let value = self.coerce(ty, fold(&value));
                     self.emit(Stmt::Assign {
@@ -313,7 +313,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                                 &full,
                                 MemSpace::Global,
                                 ArrayOrigin::Param(id.0),
-                                typenames::scalar_type(&fty),
+                                self.scalar_type_of(&fty),
                                 typenames::elem_size(&fty),
                                 vec![None],
                                 span,

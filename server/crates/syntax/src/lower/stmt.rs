@@ -772,7 +772,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     &name,
                     MemSpace::Shared,
                     origin,
-                    typenames::scalar_type(&ty_text),
+                    self.scalar_type_of(&ty_text),
                     typenames::elem_size(&ty_text),
                     dims,
                     nspan,
@@ -902,7 +902,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     self.declare_object(&class, &name, key, init, decl, nspan);
                 }
                 Shape::Scalar => {
-                    let declared = typenames::scalar_type(&ty_text);
+                    let declared = self.scalar_type_of(&ty_text);
                     let is_auto = typenames::is_auto(&ty_text);
                     let v = init.map(|i| self.init_value(i));
                     // An object of a class of the file that is not modelled member by member:

@@ -82,6 +82,53 @@ impl<'a, 't> Lowerer<'a, 't> {
     pub(crate) fn drop_type_params(&mut self) {
         let depth = self.frames.len();
         self.type_params.retain(|(d, _, _)| *d <= depth);
+        self.type_param_names.retain(|(d, _)| *d <= depth);
+    }
+
+    /// Records the names of the type parameters of `params` (a template parameter list, in the
+    /// current source) for the function just entered, bound to a class or not: `T(x)` in its
+    /// body is a conversion, not a call.
+    pub(crate) fn note_type_params(&mut self, params: Node) {
+        let depth = self.frames.len();
+        let mut c = params.walk();
+        let list: Vec<Node> = params.named_children(&mut c).collect();
+        for p in list {
+            if let Some(name) = type_param_name(p, &self.src.text) {
+                self.type_param_names.push((depth, name));
+            }
+        }
+    }
+
+    /// `T(x)` or `T()` for a type parameter `T`: `T()` is zero; `T(k)` keeps a small integer
+    /// constant `k` (every arithmetic type holds it); any other value becomes an unknown
+    /// function of it (the conversion depends on the type, which may be narrower), the same in
+    /// every thread of a block when the value is.
+    pub(crate) fn conversion_to_type_param(
+        &mut self,
+        name: &str,
+        args: &[Node],
+        span: Span,
+    ) -> Val {
+        let Some(arg) = args.first() else {
+            return Val::S(Expr::Int(0));
+        };
+        let v = self.expr(*arg);
+        match v {
+            Val::S(Expr::Int(k)) if (-128..=127).contains(&k) => Val::S(Expr::Int(k)),
+            Val::S(e) => {
+                let uniform = crate::lower::library_calls::block_uniform(&e, &self.k.unknowns);
+                Val::S(self.unknown(format!("conversion to `{name}`"), span, uniform))
+            }
+            _ => Val::S(self.unknown(format!("conversion to `{name}`"), span, false)),
+        }
+    }
+
+    /// Whether `name` is a type parameter of the current function.
+    pub(crate) fn is_type_param(&self, name: &str) -> bool {
+        let depth = self.frames.len();
+        self.type_param_names
+            .iter()
+            .any(|(d, p)| *d == depth && p == name)
     }
 }
 
