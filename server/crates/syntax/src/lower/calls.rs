@@ -289,8 +289,8 @@ impl<'a, 't> Lowerer<'a, 't> {
     }
 
     fn parenthesized_type_cast(&mut self, f: Node, args: &[Node]) -> Option<Val> {
-        // A functional cast `double(x)`, `uint32_t(n)`: the callee is the type itself.
-        if f.kind() == "primitive_type" && args.len() == 1 {
+        // A functional cast `double(x)`, `short(n)`: the callee is the type itself.
+        if matches!(f.kind(), "primitive_type" | "sized_type_specifier") && args.len() == 1 {
             return Some(self.cast_to(f, args[0]));
         }
         if f.kind() != "parenthesized_expression" || args.len() != 1 {
@@ -514,9 +514,30 @@ impl<'a, 't> Lowerer<'a, 't> {
         if let Some(def) = def {
             return self.inline(name, &def, targs, n, args, None, want_place);
         }
+        // `short(x)`, `index_t(x)`: a functional cast to a type that reads as a name (a type
+        // keyword tree-sitter takes for an identifier, a `typedef` of a scalar type).
+        if targs.is_none()
+            && args.len() == 1
+            && !self.tab.protos.contains(name)
+            && self.lookup(name).is_none()
+        {
+            let t = self.scalar_type_of(name);
+            if matches!(
+                t,
+                ScalarType::Int { .. } | ScalarType::Float | ScalarType::Bool
+            ) {
+                return match (t, self.expr(args[0])) {
+                    (ScalarType::Int { .. }, Val::S(e)) => {
+                        Val::S(fold(&Expr::Cast(t, Box::new(e))))
+                    }
+                    (_, Val::S(e)) => Val::S(Expr::Cast(t, Box::new(e))),
+                    (_, v) => v,
+                };
+            }
+        }
         // `T(x)`, `T()` with a type parameter `T` of the function (`auto sum = T(0);`): a
         // conversion to a type the front end does not know, not a call.
-        if targs.is_none() && args.len() <= 1 && self.is_type_param(name) {
+        if targs.is_none() && self.is_type_param(name) {
             return self.conversion_to_type_param(name, args, span);
         }
         // No body: what a library file says of it.

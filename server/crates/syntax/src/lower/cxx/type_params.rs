@@ -99,28 +99,27 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
     }
 
-    /// `T(x)` or `T()` for a type parameter `T`: `T()` is zero; `T(k)` keeps a small integer
-    /// constant `k` (every arithmetic type holds it); any other value becomes an unknown
-    /// function of it (the conversion depends on the type, which may be narrower), the same in
-    /// every thread of a block when the value is.
+    /// `T(x)`, `T()` or `T(a, b)` for a type parameter `T`: a conversion or a construction,
+    /// not a call. `T(k)` keeps a small integer constant `k` (every arithmetic type holds it);
+    /// anything else is an unknown function of the arguments (the conversion depends on the
+    /// type, which may be narrower), the same in every thread of a block when they are.
     pub(crate) fn conversion_to_type_param(
         &mut self,
         name: &str,
         args: &[Node],
         span: Span,
     ) -> Val {
-        let Some(arg) = args.first() else {
-            return Val::S(Expr::Int(0));
-        };
-        let v = self.expr(*arg);
-        match v {
-            Val::S(Expr::Int(k)) if (-128..=127).contains(&k) => Val::S(Expr::Int(k)),
-            Val::S(e) => {
-                let uniform = crate::lower::library_calls::block_uniform(&e, &self.k.unknowns);
-                Val::S(self.unknown(format!("conversion to `{name}`"), span, uniform))
+        let vals: Vec<Val> = args.iter().map(|a| self.expr(*a)).collect();
+        if let [Val::S(Expr::Int(k))] = vals.as_slice() {
+            if (-128..=127).contains(k) {
+                return Val::S(Expr::Int(*k));
             }
-            _ => Val::S(self.unknown(format!("conversion to `{name}`"), span, false)),
         }
+        let uniform = vals.iter().all(|v| match v {
+            Val::S(e) => crate::lower::library_calls::block_uniform(e, &self.k.unknowns),
+            _ => false,
+        });
+        Val::S(self.unknown(format!("conversion to `{name}`"), span, uniform))
     }
 
     /// Whether `name` is a type parameter of the current function.
