@@ -727,13 +727,30 @@ pub fn plan_kernel_until(
     }
 
     // Divergence.
+    // Whole warps (its term also names the two threads' blocks, as the query does), and the
+    // assumptions that name launch sizes and parameters only.
+    let divergence_assumptions: Vec<&assumptions::Assumption> = warp_multiple
+        .iter()
+        .chain(kernel_assumptions.iter().filter(|a| {
+            let mut names = std::collections::BTreeSet::new();
+            terms::collect_vars(&a.term, &mut names);
+            Some(&a.term) != warp_multiple.as_ref().map(|w| &w.term)
+                && names.iter().all(|v| {
+                    v.starts_with("blockDim.")
+                        || v.starts_with("gridDim.")
+                        || v.starts_with("param.")
+                })
+        }))
+        .collect();
     for s in &p.syncs {
         for f in divergence::divergence_queries(&enc, s) {
             let mut query = f.query;
-            // The block-shape assumption of warp code (it names launch sizes only, which the
-            // query has under their own names).
+            // The assumptions about the launch and the parameters (the block a constant
+            // block-stride loop names, whole warps, sizes of at least 1, …): they name launch
+            // sizes and parameters only, which the query has under their own names. A
+            // divergence that needs one broken is conditional, as a race is.
             let mut assumed = Vec::new();
-            if let Some(a) = &warp_multiple {
+            for a in &divergence_assumptions {
                 query.assumptions.push(a.term.clone());
                 assumed.push((a.term.clone(), a.broken.clone()));
             }

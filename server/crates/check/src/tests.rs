@@ -1096,7 +1096,14 @@ fn unknown_values_keep_their_uniformity() {
     let mut kb = KB::new("unknowns");
     let u = kb.unknown(false);
     let k = kb_body(&mut kb, vec![if_(u, vec![sync(2)], vec![], 1)]);
-    let r = run(&k);
+    // Without the plausibility assumptions: this kernel reads no thread index, so
+    // `single-block-without-launch` would launch it with one thread per block, and the
+    // divergence would be conditional on more.
+    let opts = CheckOptions {
+        assumptions: assumptions::AssumptionSwitches::NONE,
+        ..CheckOptions::default()
+    };
+    let r = run_with(&k, &opts);
     assert_verdict(&r, Verdict::Divergent);
     assert_eq!(r.findings[0].confidence, Confidence::Possible);
     assert!(

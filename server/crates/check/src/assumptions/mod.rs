@@ -61,9 +61,12 @@
 //!   `tid % 32`, `warpSize`) or synchronizes full warps (`__syncwarp()`) is launched with a
 //!   whole number of warps per block (`blockDim.x % 32 == 0`, or the product of the block
 //!   dimensions it reads), unless a launch fixes a dimension it reads. With a partial warp one
-//!   hardware warp holds two of the kernel's warps, which diverge. Applied to races and to the
-//!   divergence of barriers (the only assumption divergence queries take): a finding that
-//!   needs a partial warp is conditional, `only if blockDim.x is not a multiple of 32`.
+//!   hardware warp holds two of the kernel's warps, which diverge. A finding that needs a
+//!   partial warp is conditional, `only if blockDim.x is not a multiple of 32`.
+//!
+//! Divergence queries take this one and every other assumption that names launch sizes and
+//! parameters only (a constant block shape, sizes of at least 1, …): a barrier divergence that
+//! needs one broken is conditional, as a race is.
 //! - `one-to-one-thread-ids`: a thread id linearised with one block size as the radix of
 //!   another dimension's index (`threadIdx.x * blockDim.x + threadIdx.y`) is one-to-one: that
 //!   index stays below the radix (`blockDim.y <= blockDim.x`; square blocks keep it), unless a
