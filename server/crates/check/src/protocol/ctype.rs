@@ -274,7 +274,7 @@ fn range_by_shape(t: &Term, var: &dyn Fn(&str) -> Range, known: &dyn Fn(&Term) -
 }
 
 /// The `x` of a [`low_wrap`] `ite(x < 0, x + 2^bits, x)`.
-fn unwrap_low(t: &Term, bits: u8) -> Option<&Term> {
+pub fn unwrap_low(t: &Term, bits: u8) -> Option<&Term> {
     let Term::Ite(c, a, b) = t else { return None };
     let Term::Lt(x, z) = &**c else { return None };
     if **z != int(0) || **x != **b || **a != add((**x).clone(), modulus(bits)) {

@@ -1,6 +1,6 @@
 //! Symbolic execution of one kernel body for one symbolic thread.
 
-use super::ctype::{convert, low_wrap, range_of, range_within, CTy, Range};
+use super::ctype::{convert, low_wrap, range_of, range_within, unwrap_low, CTy, Range};
 use super::loops::{additive_step, induction_range};
 use super::{AccInfo, LoopNode, NextIteration, Node, Protocol, SyncInfo, SyncKind, VarInfo};
 use crate::terms::*;
@@ -668,8 +668,19 @@ impl<'k> Exec<'k> {
                     _ => self.eval(b),
                 };
                 match op {
-                    // Wrapping commutes with these: wrap the mathematical result once.
+                    // Wrapping commutes with these: wrap the mathematical result once. An
+                    // unsigned operand that is itself a wrapped difference is taken unwrapped
+                    // (`blockIdx.y - s + gridDim.y` is `by - s + gy`, wrapped once: with
+                    // `s <= gy` it never goes below zero, where wrapping `by - s` first and
+                    // adding `gy` after would pass 2^32, which is not modelled).
                     BinOp::Add | BinOp::Sub | BinOp::Mul => {
+                        let (a, b) = match common {
+                            Some(ty) if !ty.signed && *op != BinOp::Mul => {
+                                let plain = |t: Term| unwrap_low(&t, ty.bits).cloned().unwrap_or(t);
+                                (plain(a), plain(b))
+                            }
+                            _ => (a, b),
+                        };
                         let v = self.binary(*op, a, b);
                         self.wrap_result(v, common)
                     }
