@@ -1797,14 +1797,15 @@ __global__ void by_mutable_table(float *a, int m) { call(mutable_table[m], a); }
 
 #[test]
 fn methods_of_unmodelled_classes_stay_opaque() {
-    // A base class, a class template, a constructor: objects are not modelled member by member.
+    // A base class, a class template with a parameter pack, a constructor: objects are not
+    // modelled member by member.
     for (def, decl) in [
         (
             "struct Acc : BaseFromMissingHeader { float *p; __device__ void add(int i) { p[i] += 1; } };",
             "Acc acc;",
         ),
         (
-            "template <int N> struct Acc { float *p; __device__ void add(int i) { p[i * N] += 1; } };",
+            "template <int... N> struct Acc { float *p; __device__ void add(int i) { p[i] += 1; } };",
             "Acc<4> acc;",
         ),
     ] {

@@ -52,6 +52,10 @@ pub(crate) struct ClassDef<'t> {
     pub bases: Vec<String>,
     /// A constructor template: constructions stay opaque.
     pub template_constructor: bool,
+    /// The template parameter list of a class template with non-type parameters
+    /// (`template <typename T, int N>`): an object's methods see each non-type parameter as
+    /// the value its type names (`TopK<float, 4>`), see `lower/objects.rs`.
+    pub template_params: Option<Node<'t>>,
 }
 
 pub(super) fn record_class<'t>(t: &mut Tables<'t>, name: &str, class: ClassDef<'t>) {
@@ -102,6 +106,15 @@ fn inherit_one(
     if bases.is_empty() || class.unmodelled.is_some() {
         return;
     }
+    if class.template_params.is_some() {
+        // Its own non-type parameters are bound in its methods, not in the bases' methods.
+        if let Some(Some(c)) = classes.get_mut(name) {
+            c.unmodelled.get_or_insert_with(|| {
+                "derived class templates with non-type parameters are not modelled".to_string()
+            });
+        }
+        return;
+    }
     let fail = |classes: &mut HashMap<String, Option<ClassDef<'_>>>, why: &str| {
         if let Some(Some(c)) = classes.get_mut(name) {
             c.unmodelled.get_or_insert_with(|| why.to_string());
@@ -141,6 +154,14 @@ fn inherit_one(
             return fail(
                 classes,
                 "derived classes of a class with a constructor are not modelled",
+            );
+        }
+        if base.template_params.is_some() {
+            // The base's non-type parameters would need the values the derived class's
+            // base clause gives them.
+            return fail(
+                classes,
+                "derived classes of a class template with non-type parameters are not modelled",
             );
         }
         fields.extend(base.fields.iter().cloned());
@@ -212,6 +233,7 @@ pub(super) fn class_def<'t>(spec: Node<'t>, name: &str, file: FileId, text: &str
         constructors: Vec::new(),
         template_constructor: false,
         bases: Vec::new(),
+        template_params: None,
     };
     let unmodelled = |class: &mut ClassDef, why: &str| {
         if class.unmodelled.is_none() {
@@ -246,26 +268,39 @@ pub(super) fn class_def<'t>(spec: Node<'t>, name: &str, file: FileId, text: &str
             }
         }
     }
-    // A class template whose parameters are all types (`template <typename T> struct SumOp`)
-    // is modelled with its type parameters unknown: a `T` member or value is a value of no
-    // known type (unknown), a `T *` member a pointer. One with non-type parameters (array
-    // sizes, strides) is not.
+    // A class template is modelled with its type parameters unknown: a `T` member or value is
+    // a value of no known type (unknown), a `T *` member a pointer. Its non-type parameters
+    // (array sizes, strides: `template <typename T, int N>`) take the values an object's type
+    // gives (`TopK<float, 4>`), else unknown ones; packs and template template parameters are
+    // not modelled.
     if let Some(t) = spec.parent().filter(|p| p.kind() == "template_declaration") {
-        let only_types = t.child_by_field_name("parameters").is_some_and(|ps| {
+        if let Some(ps) = t.child_by_field_name("parameters") {
             let mut c = ps.walk();
-            let all = ps.named_children(&mut c).all(|p| {
+            let kinds: Vec<&str> = ps.named_children(&mut c).map(|p| p.kind()).collect();
+            let value_params = kinds.iter().any(|k| {
                 matches!(
-                    p.kind(),
-                    "type_parameter_declaration" | "optional_type_parameter_declaration"
+                    *k,
+                    "parameter_declaration" | "optional_parameter_declaration"
                 )
             });
-            all
-        });
-        if !only_types {
-            unmodelled(
-                &mut class,
-                "class templates with non-type parameters are not modelled",
-            );
+            let other = kinds.iter().any(|k| {
+                !matches!(
+                    *k,
+                    "type_parameter_declaration"
+                        | "optional_type_parameter_declaration"
+                        | "parameter_declaration"
+                        | "optional_parameter_declaration"
+                        | "comment"
+                )
+            });
+            if other {
+                unmodelled(
+                    &mut class,
+                    "class templates with parameter packs or template template parameters are not modelled",
+                );
+            } else if value_params {
+                class.template_params = Some(ps);
+            }
         }
     }
     let Some(body) = spec.child_by_field_name("body") else {

@@ -897,6 +897,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 self.bind(m, b.clone());
             }
             self.bind("this", Binding::Object(o.clone()));
+            self.bind_class_value_params(o, span);
         }
         for (pname, p, shape, av) in bound {
             if pname.is_empty() {

@@ -1192,7 +1192,12 @@ impl<'a, 't> Lowerer<'a, 't> {
                 });
                 let class = self.class_of(&ty_text).unwrap_or_default();
                 let key = (self.src.file, decl.start_byte());
+                let targs = p
+                    .child_by_field_name("type")
+                    .map(|t| self.template_arg_values(t))
+                    .unwrap_or_default();
                 let o = self.new_object(&class, &name, key, objects::ObjInit::Param(id), span);
+                o.targs.replace(targs);
                 self.bind(&name, Binding::Object(o));
             }
             Shape::Scalar | Shape::Reference => {

@@ -16,9 +16,14 @@
 //! A class with non-virtual base classes defined in the same file (without constructors) has
 //! their data members and methods as its own (merged in `collect.rs`).
 //!
+//! A class template's non-type parameters (`template <typename T, int K> struct TopK`) are, in
+//! its methods, the values the object's type gives (`TopK<float, 4>`: `K` is 4; a kernel
+//! template parameter `W` in `TopK<float, W>`: `W`), else unknown values the same in every
+//! thread.
+//!
 //! What is not modelled stays opaque, as before: virtual methods, member templates, other operators,
 //! overloads of the same arity, constructors with statements, destructors, virtual bases and
-//! bases the file does not define, class templates with non-type parameters, members the front
+//! bases the file does not define, class templates with parameter packs, members the front
 //! end cannot bind. A by-value kernel parameter of such a class (or of any type the front end
 //! does not know) gets an array of its own for the memory it may point to, which unmodelled
 //! code touches (so a call on it makes the kernel unknown, never race-free).
@@ -31,6 +36,10 @@ use crate::collect::{ClassDef, FieldKind, MethodDef};
 pub(crate) struct Object {
     pub class: String,
     pub members: Vec<(String, Binding)>,
+    /// The values of the template arguments its type gives (`TopK<float, 4>`: `[None,
+    /// Some(4)]`), for the non-type parameters of a class template (see
+    /// [`Lowerer::bind_class_value_params`]); set after the object is made.
+    pub targs: std::cell::RefCell<Vec<Option<Expr>>>,
 }
 
 impl Object {
@@ -216,10 +225,16 @@ impl<'a, 't> Lowerer<'a, 't> {
         span: Span,
     ) -> Rc<Object> {
         let mut members = Vec::new();
+        // A copy has the template arguments of its source (the same type).
+        let targs = std::cell::RefCell::new(match &init {
+            ObjInit::Copy(o) => o.targs.borrow().clone(),
+            _ => Vec::new(),
+        });
         let Some(def) = self.class_def(class) else {
             return Rc::new(Object {
                 class: class.to_string(),
                 members,
+                targs,
             });
         };
         let ctext = self.tab.texts[def.file.0 as usize].clone();
@@ -364,7 +379,88 @@ impl<'a, 't> Lowerer<'a, 't> {
         Rc::new(Object {
             class: class.to_string(),
             members,
+            targs,
         })
+    }
+
+    /// The values of the template arguments a declared type gives (`TopK<float, 4>`,
+    /// `Vec<T, N>` with `N` a template parameter of the kernel): an expression argument's
+    /// value, a name bound to a value; `None` for a type, or what cannot be read.
+    pub fn template_arg_values(&mut self, ty: Node) -> Vec<Option<Expr>> {
+        let mut t = ty;
+        while t.kind() == "qualified_identifier" {
+            match t.child_by_field_name("name") {
+                Some(n) => t = n,
+                None => break,
+            }
+        }
+        if t.kind() != "template_type" {
+            return Vec::new();
+        }
+        let Some(args) = t.child_by_field_name("arguments") else {
+            return Vec::new();
+        };
+        let kids: Vec<Node> = list_items(args);
+        kids.into_iter()
+            .map(|a| {
+                let text = self.text(a);
+                let text = text.trim();
+                if let Some(v) = crate::consteval::eval_text(text, self.tab, 0) {
+                    return Some(Expr::Int(v));
+                }
+                if text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    return match self.lookup(text) {
+                        Some(Binding::Value(e)) => Some(e),
+                        Some(Binding::Local(l)) => Some(Expr::Local(l)),
+                        _ => None,
+                    };
+                }
+                (a.kind() != "type_descriptor").then(|| self.scalar_expr(a))
+            })
+            .collect()
+    }
+
+    /// Inside a method of `o`: binds each non-type template parameter of its class template to
+    /// the value `o`'s type gives, else its default (a constant), else an unknown value that is
+    /// the same in every thread (a template argument is a compile-time constant).
+    pub fn bind_class_value_params(&mut self, o: &Object, span: Span) {
+        let Some(def) = self.class_def(&o.class) else {
+            return;
+        };
+        let Some(params) = def.template_params else {
+            return;
+        };
+        let text = self.tab.texts[def.file.0 as usize].clone();
+        let targs = o.targs.borrow().clone();
+        let list: Vec<Node> = list_items(params);
+        for (i, p) in list.iter().enumerate() {
+            if !matches!(
+                p.kind(),
+                "parameter_declaration" | "optional_parameter_declaration"
+            ) {
+                continue;
+            }
+            let Some(nm) = p
+                .child_by_field_name("declarator")
+                .and_then(crate::collect::declarator_name)
+            else {
+                continue;
+            };
+            let name = node_text(nm, &text).to_string();
+            let default = p
+                .child_by_field_name("default_value")
+                .and_then(|d| crate::consteval::eval_text(node_text(d, &text), self.tab, 0))
+                .map(Expr::Int);
+            let value = match targs.get(i).cloned().flatten().or(default) {
+                Some(v) => v,
+                None => self.unknown(
+                    format!("template parameter `{name}` of `{}`", o.class),
+                    span,
+                    true,
+                ),
+            };
+            self.bind(&name, Binding::Value(value));
+        }
     }
 
     /// An object built by a constructor of the class: default-initialized, then the

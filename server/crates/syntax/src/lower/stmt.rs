@@ -899,7 +899,14 @@ impl<'a, 't> Lowerer<'a, 't> {
                     // are not followed.)
                     let class = self.class_of(&ty_text).unwrap_or_default();
                     let key = (self.src.file, decl.start_byte());
-                    self.declare_object(&class, &name, key, init, decl, nspan);
+                    let targs = n
+                        .child_by_field_name("type")
+                        .map(|t| self.template_arg_values(t))
+                        .unwrap_or_default();
+                    let o = self.declare_object(&class, &name, key, init, decl, nspan);
+                    if !targs.is_empty() {
+                        o.targs.replace(targs);
+                    }
                 }
                 Shape::Scalar => {
                     let declared = self.scalar_type_of(&ty_text);
