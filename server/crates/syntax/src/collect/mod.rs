@@ -124,6 +124,28 @@ pub(crate) fn qualifiers(n: Node, text: &str) -> Vec<String> {
 }
 
 /// The declared name of a (possibly nested) declarator, and the innermost identifier node.
+/// The non-type parameters of a template parameter list (`template <typename T, int N = 4>`):
+/// each with its position in the list and its declaration (`int N = 4`) and name (`N`).
+pub(crate) fn value_template_params<'t>(params: Node<'t>) -> Vec<(usize, Node<'t>, Node<'t>)> {
+    let mut c = params.walk();
+    let list: Vec<Node<'t>> = params.named_children(&mut c).collect();
+    list.into_iter()
+        .enumerate()
+        .filter(|(_, p)| {
+            matches!(
+                p.kind(),
+                "parameter_declaration" | "optional_parameter_declaration"
+            )
+        })
+        .filter_map(|(i, p)| {
+            let nm = p
+                .child_by_field_name("declarator")
+                .and_then(declarator_name)?;
+            Some((i, p, nm))
+        })
+        .collect()
+}
+
 pub(crate) fn declarator_name<'t>(mut d: Node<'t>) -> Option<Node<'t>> {
     for _ in 0..64 {
         match d.kind() {

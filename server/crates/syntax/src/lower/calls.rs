@@ -858,21 +858,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
         // Template parameters.
         if let Some(tp) = def.template_params {
-            let mut c = tp.walk();
-            let list: Vec<Node> = tp.named_children(&mut c).collect();
-            for (i, p) in list.iter().enumerate() {
-                if !matches!(
-                    p.kind(),
-                    "parameter_declaration" | "optional_parameter_declaration"
-                ) {
-                    continue;
-                }
-                let Some(nm) = p
-                    .child_by_field_name("declarator")
-                    .and_then(declarator_name)
-                else {
-                    continue;
-                };
+            for (i, p, nm) in crate::collect::value_template_params(tp) {
                 let pname = self.text(nm);
                 let v = match targ_vals.get(i).cloned().flatten() {
                     Some(v) => v,

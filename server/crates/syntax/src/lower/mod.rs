@@ -1016,21 +1016,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         if let Some(tp) = def.template_params {
             self.note_type_params(tp);
             let fixed = self.fixed_instantiation(&name);
-            let mut c = tp.walk();
-            let list: Vec<Node> = tp.named_children(&mut c).collect();
-            for (i, p) in list.iter().enumerate() {
-                if !matches!(
-                    p.kind(),
-                    "parameter_declaration" | "optional_parameter_declaration"
-                ) {
-                    continue;
-                }
-                let Some(nm) = p
-                    .child_by_field_name("declarator")
-                    .and_then(declarator_name)
-                else {
-                    continue;
-                };
+            for (i, p, nm) in crate::collect::value_template_params(tp) {
                 let pname = self.text(nm);
                 let ty = self.scalar_type_of(
                     &p.child_by_field_name("type")

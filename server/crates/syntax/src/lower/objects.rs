@@ -432,20 +432,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         };
         let text = self.tab.texts[def.file.0 as usize].clone();
         let targs = o.targs.borrow().clone();
-        let list: Vec<Node> = list_items(params);
-        for (i, p) in list.iter().enumerate() {
-            if !matches!(
-                p.kind(),
-                "parameter_declaration" | "optional_parameter_declaration"
-            ) {
-                continue;
-            }
-            let Some(nm) = p
-                .child_by_field_name("declarator")
-                .and_then(crate::collect::declarator_name)
-            else {
-                continue;
-            };
+        for (i, p, nm) in crate::collect::value_template_params(params) {
             let name = node_text(nm, &text).to_string();
             let default = p
                 .child_by_field_name("default_value")

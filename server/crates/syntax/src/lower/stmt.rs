@@ -294,18 +294,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         if m.params.is_none() || self.expanding.contains(&name) {
             return false;
         }
-        let args: Vec<String> = decl
-            .child_by_field_name("parameters")
-            .map(|p| {
-                let mut c = p.walk();
-                let v: Vec<String> = p
-                    .named_children(&mut c)
-                    .filter(|x| x.kind() != "comment")
-                    .map(|x| self.text(x))
-                    .collect();
-                v
-            })
-            .unwrap_or_default();
+        let args = self.item_texts(decl.child_by_field_name("parameters"));
         let Some(expansion) = m.expand(Some(&args)) else {
             return false;
         };
@@ -314,6 +303,13 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
         let head = format!("void __cudarace_snippet() {{ {expansion}\n");
         self.snippet_with_body(n, name, head, "\n}\n", body)
+    }
+
+    /// The texts of the items of a list (call arguments, macro arguments), comments left out;
+    /// none for no list.
+    pub(crate) fn item_texts(&self, list: Option<Node>) -> Vec<String> {
+        list.map(|l| list_items(l).into_iter().map(|x| self.text(x)).collect())
+            .unwrap_or_default()
     }
 
     /// Lowers `head`, the text of the statement `n`'s `body`, then `tail`, as the statements of

@@ -48,18 +48,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         {
             return false;
         }
-        let args: Vec<String> = right
-            .child_by_field_name("arguments")
-            .map(|a| {
-                let mut c = a.walk();
-                let v: Vec<String> = a
-                    .named_children(&mut c)
-                    .filter(|x| x.kind() != "comment")
-                    .map(|x| self.text(x))
-                    .collect();
-                v
-            })
-            .unwrap_or_default();
+        let args = self.item_texts(right.child_by_field_name("arguments"));
         let library = tab.library.clone();
         let Some(range) = library.range(&name, args.len()) else {
             return false;
@@ -122,18 +111,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 .and_then(|x| self.range_callee(x)),
             "template_function" => {
                 let name = self.text(f.child_by_field_name("name")?);
-                let args = f
-                    .child_by_field_name("arguments")
-                    .map(|a| {
-                        let mut c = a.walk();
-                        let v: Vec<String> = a
-                            .named_children(&mut c)
-                            .filter(|x| x.kind() != "comment")
-                            .map(|x| self.text(x))
-                            .collect();
-                        v
-                    })
-                    .unwrap_or_default();
+                let args = self.item_texts(f.child_by_field_name("arguments"));
                 Some((name, args))
             }
             _ => None,
