@@ -253,6 +253,44 @@ pub(crate) fn declarator_shape(d: Node) -> Shape {
     Shape::Scalar
 }
 
+/// One spelling of each type whose names the front end knows (spaces dropped, as
+/// [`first_arg`] gives them): the fundamental types and CUDA's half-precision types, with
+/// their aliases. Any other name may be a typedef of one of them. (Types are given without
+/// spaces: `unsigned int` is `unsignedint`.)
+pub(crate) fn known_type(t: &str) -> Option<&'static str> {
+    Some(match t {
+        "float" => "float",
+        "double" => "double",
+        "bool" => "bool",
+        "char" => "char",
+        "signedchar" => "signed char",
+        "unsignedchar" => "unsigned char",
+        "short" | "shortint" | "signedshort" => "short",
+        "unsignedshort" | "unsignedshortint" => "unsigned short",
+        "int" | "signed" | "signedint" => "int",
+        "unsigned" | "unsignedint" => "unsigned int",
+        "long" | "longint" | "signedlong" => "long",
+        "unsignedlong" | "unsignedlongint" => "unsigned long",
+        "longlong" | "longlongint" | "signedlonglong" => "long long",
+        "unsignedlonglong" | "unsignedlonglongint" => "unsigned long long",
+        "half" | "__half" => "__half",
+        "half2" | "__half2" => "__half2",
+        "nv_bfloat16" | "__nv_bfloat16" => "__nv_bfloat16",
+        "nv_bfloat162" | "__nv_bfloat162" => "__nv_bfloat162",
+        _ => return None,
+    })
+}
+
+/// The two template arguments surely name the same type.
+pub(crate) fn same_type(a: &str, b: &str) -> bool {
+    a == b || known_type(a).is_some_and(|x| known_type(b) == Some(x))
+}
+
+/// The two template arguments surely name different types.
+pub(crate) fn different_types(a: &str, b: &str) -> bool {
+    matches!((known_type(a), known_type(b)), (Some(x), Some(y)) if x != y)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

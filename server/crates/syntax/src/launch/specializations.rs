@@ -13,6 +13,7 @@
 
 use crate::collect::{declarator_name, function_declarator, FuncDef, Tables};
 use crate::consteval::node_text;
+use crate::typenames::{different_types, same_type};
 use cudarace_ir::Span;
 use tree_sitter::Node;
 
@@ -75,43 +76,6 @@ pub(super) fn reachable_definitions<'t>(
         },
     };
     Some(reached)
-}
-
-/// One spelling of each type whose names the front end knows (spaces dropped, as
-/// [`first_arg`] gives them): the fundamental types and CUDA's half-precision types, with
-/// their aliases. Any other name may be a typedef of one of them.
-fn known_type(t: &str) -> Option<&'static str> {
-    Some(match t {
-        "float" => "float",
-        "double" => "double",
-        "bool" => "bool",
-        "char" => "char",
-        "signedchar" => "signed char",
-        "unsignedchar" => "unsigned char",
-        "short" | "shortint" | "signedshort" => "short",
-        "unsignedshort" | "unsignedshortint" => "unsigned short",
-        "int" | "signed" | "signedint" => "int",
-        "unsigned" | "unsignedint" => "unsigned int",
-        "long" | "longint" | "signedlong" => "long",
-        "unsignedlong" | "unsignedlongint" => "unsigned long",
-        "longlong" | "longlongint" | "signedlonglong" => "long long",
-        "unsignedlonglong" | "unsignedlonglongint" => "unsigned long long",
-        "half" | "__half" => "__half",
-        "half2" | "__half2" => "__half2",
-        "nv_bfloat16" | "__nv_bfloat16" => "__nv_bfloat16",
-        "nv_bfloat162" | "__nv_bfloat162" => "__nv_bfloat162",
-        _ => return None,
-    })
-}
-
-/// The two template arguments surely name the same type.
-fn same_type(a: &str, b: &str) -> bool {
-    a == b || known_type(a).is_some_and(|x| known_type(b) == Some(x))
-}
-
-/// The two template arguments surely name different types.
-fn different_types(a: &str, b: &str) -> bool {
-    matches!((known_type(a), known_type(b)), (Some(x), Some(y)) if x != y)
 }
 
 fn template_parameter_names(list: Node, text: &str) -> Vec<String> {

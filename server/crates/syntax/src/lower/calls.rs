@@ -779,6 +779,19 @@ impl<'a, 't> Lowerer<'a, 't> {
             self.expr_discard(*a); // variadic extras
         }
         let targ_classes = self.template_arg_classes(targs.as_ref());
+        // The type arguments' texts, with type parameters of the caller resolved
+        // (`_unpack<T>` inside a function where `T` is `char`).
+        let targ_texts: Vec<String> = targs
+            .as_ref()
+            .map(|v| {
+                v.iter()
+                    .map(|t| {
+                        let text = self.text(*t);
+                        self.type_param_text(text.trim()).unwrap_or(text)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let targ_vals: Vec<Option<Expr>> = targs
             .unwrap_or_default()
             .iter()
@@ -854,7 +867,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
         if let Some(tp) = def.template_params {
             self.bind_type_params(tp, &targ_classes, true);
-            self.note_type_params(tp);
+            self.note_type_params(tp, &targ_texts);
         }
         // Template parameters.
         if let Some(tp) = def.template_params {

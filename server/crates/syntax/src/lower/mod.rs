@@ -432,8 +432,9 @@ pub(crate) struct Lowerer<'a, 't> {
     /// (see `cxx/type_params.rs`).
     pub type_params: Vec<(usize, String, String)>,
     /// Every template type parameter of the functions being lowered, bound or not: (frame
-    /// depth, parameter) (see `cxx/type_params.rs`).
-    pub type_param_names: Vec<(usize, String)>,
+    /// depth, parameter, the type argument's text when the call or the instantiation gives
+    /// it) (see `cxx/type_params.rs`).
+    pub type_param_names: Vec<(usize, String, Option<String>)>,
     /// `typedef`s and `using` aliases declared in the kernel and the functions inlined into it:
     /// name → aliased type text (file-level ones are in `Tables::type_aliases`).
     pub type_aliases: HashMap<String, String>,
@@ -1014,7 +1015,8 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
         // Template parameters: uniform symbols, fixed by a unique instantiation.
         if let Some(tp) = def.template_params {
-            self.note_type_params(tp);
+            let texts = self.fixed_instantiation(&name).unwrap_or_default();
+            self.note_type_params(tp, &texts);
             let fixed = self.fixed_instantiation(&name);
             for (i, p, nm) in crate::collect::value_template_params(tp) {
                 let pname = self.text(nm);

@@ -414,6 +414,21 @@ impl<'a, 't> Lowerer<'a, 't> {
         let Some(c) = n.child_by_field_name("condition") else {
             return;
         };
+        // A condition the types decide (`if constexpr (std::is_same<T, char>::value)` with `T`
+        // known): only the branch they choose (cxx/type_traits.rs).
+        if let Some(v) = self.trait_value(c) {
+            let branch = if v {
+                n.child_by_field_name("consequence")
+            } else {
+                n.child_by_field_name("alternative")
+            };
+            if let Some(b) = branch {
+                self.push_scope();
+                self.stmt(b);
+                self.pop_scope();
+            }
+            return;
+        }
         self.push_scope();
         let cond = self.condition(c);
         let cspan = match c.child_by_field_name("value") {

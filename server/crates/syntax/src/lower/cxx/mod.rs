@@ -16,6 +16,8 @@
 //!   and called through a parameter or variable.
 //! - `ranges.rs`: a range-based `for` over a library index range (`grid_stride_range(n)`)
 //!   is the counted loop the range stands for.
+//! - `type_traits.rs`: `if (std::is_same<T, char>::value)` (and `if constexpr`) with `T`
+//!   bound by the call or the instantiation lowers only the branch the types choose.
 //! - `type_params.rs`: template type parameters bound to classes of the file (`reduce<Add>`).
 
 pub(crate) mod choice;
@@ -27,4 +29,5 @@ pub(crate) mod pointer_bumps;
 pub(crate) mod ranges;
 pub(crate) mod temporaries;
 pub(crate) mod type_params;
+pub(crate) mod type_traits;
 pub(crate) mod vectors;

@@ -82,21 +82,35 @@ impl<'a, 't> Lowerer<'a, 't> {
     pub(crate) fn drop_type_params(&mut self) {
         let depth = self.frames.len();
         self.type_params.retain(|(d, _, _)| *d <= depth);
-        self.type_param_names.retain(|(d, _)| *d <= depth);
+        self.type_param_names.retain(|(d, _, _)| *d <= depth);
     }
 
     /// Records the names of the type parameters of `params` (a template parameter list, in the
     /// current source) for the function just entered, bound to a class or not: `T(x)` in its
-    /// body is a conversion, not a call.
-    pub(crate) fn note_type_params(&mut self, params: Node) {
+    /// body is a conversion, not a call. `args` are the template arguments' texts the call or
+    /// the instantiation gives (by position; fewer when not all are given):
+    /// `std::is_same<T, char>` is then decided (`type_traits.rs`).
+    pub(crate) fn note_type_params(&mut self, params: Node, args: &[String]) {
         let depth = self.frames.len();
         let mut c = params.walk();
         let list: Vec<Node> = params.named_children(&mut c).collect();
-        for p in list {
+        for (i, p) in list.into_iter().enumerate() {
             if let Some(name) = type_param_name(p, &self.src.text) {
-                self.type_param_names.push((depth, name));
+                let arg = args.get(i).map(|a| a.trim().to_string());
+                self.type_param_names.push((depth, name, arg));
             }
         }
+    }
+
+    /// The type argument's text a type parameter of the current function is bound to, if the
+    /// call or the instantiation gave it.
+    pub(crate) fn type_param_text(&self, name: &str) -> Option<String> {
+        let depth = self.frames.len();
+        self.type_param_names
+            .iter()
+            .rev()
+            .find(|(d, p, _)| *d == depth && p == name)
+            .and_then(|(_, _, t)| t.clone())
     }
 
     /// `T(x)`, `T()` or `T(a, b)` for a type parameter `T`: a conversion or a construction,
@@ -127,7 +141,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         let depth = self.frames.len();
         self.type_param_names
             .iter()
-            .any(|(d, p)| *d == depth && p == name)
+            .any(|(d, p, _)| *d == depth && p == name)
     }
 }
 
