@@ -40,6 +40,9 @@ pub(crate) struct GlobalVar<'t> {
     pub space: GlobalSpace,
 }
 
+/// What `Tables::type_aliases` holds for a name with two different definitions: no type.
+pub(crate) const CONFLICTING_ALIAS: &str = "<conflicting definitions>";
+
 pub(crate) struct Tables<'t> {
     pub texts: Vec<Arc<str>>,
     pub macros: MacroTable,
@@ -123,7 +126,6 @@ pub(crate) fn qualifiers(n: Node, text: &str) -> Vec<String> {
     out
 }
 
-/// The declared name of a (possibly nested) declarator, and the innermost identifier node.
 /// The non-type parameters of a template parameter list (`template <typename T, int N = 4>`):
 /// each with its position in the list and its declaration (`int N = 4`) and name (`N`).
 pub(crate) fn value_template_params<'t>(params: Node<'t>) -> Vec<(usize, Node<'t>, Node<'t>)> {
@@ -146,6 +148,7 @@ pub(crate) fn value_template_params<'t>(params: Node<'t>) -> Vec<(usize, Node<'t
         .collect()
 }
 
+/// The declared name of a (possibly nested) declarator, and the innermost identifier node.
 pub(crate) fn declarator_name<'t>(mut d: Node<'t>) -> Option<Node<'t>> {
     for _ in 0..64 {
         match d.kind() {
@@ -390,8 +393,20 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
                         add_declaration(&mut t, n, file, &text, &mut const_decls);
                     }
                     "type_definition" | "alias_declaration" => {
-                        t.type_aliases
-                            .extend(crate::lower::cxx::collectives::type_aliases_of(n, &text));
+                        // Two different definitions of one name (in two namespaces) name no
+                        // type the front end can trust: the name is kept as unresolvable.
+                        for (name, aliased) in
+                            crate::lower::cxx::collectives::type_aliases_of(n, &text)
+                        {
+                            match t.type_aliases.get(&name) {
+                                Some(old) if *old != aliased => {
+                                    t.type_aliases.insert(name, CONFLICTING_ALIAS.to_string());
+                                }
+                                _ => {
+                                    t.type_aliases.insert(name, aliased);
+                                }
+                            }
+                        }
                     }
                     "template_instantiation" => {
                         if let Some((name, args)) = n

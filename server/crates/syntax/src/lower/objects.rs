@@ -409,9 +409,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                     return Some(Expr::Int(v));
                 }
                 if text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    // A name bound to a value (a template parameter); a variable's value
+                    // may change after the object is made.
                     return match self.lookup(text) {
                         Some(Binding::Value(e)) => Some(e),
-                        Some(Binding::Local(l)) => Some(Expr::Local(l)),
                         _ => None,
                     };
                 }

@@ -114,7 +114,8 @@ impl<'a, 't> Lowerer<'a, 't> {
     }
 
     /// `T(x)`, `T()` or `T(a, b)` for a type parameter `T`: a conversion or a construction,
-    /// not a call. `T(k)` keeps a small integer constant `k` (every arithmetic type holds it);
+    /// not a call. `T(0)` and `T(1)` keep their value (every arithmetic type, `bool` and the
+    /// unsigned ones included, holds it);
     /// anything else is an unknown function of the arguments (the conversion depends on the
     /// type, which may be narrower), the same in every thread of a block when they are.
     pub(crate) fn conversion_to_type_param(
@@ -125,7 +126,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     ) -> Val {
         let vals: Vec<Val> = args.iter().map(|a| self.expr(*a)).collect();
         if let [Val::S(Expr::Int(k))] = vals.as_slice() {
-            if (-128..=127).contains(k) {
+            if (0..=1).contains(k) {
                 return Val::S(Expr::Int(*k));
             }
         }

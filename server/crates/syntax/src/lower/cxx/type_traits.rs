@@ -6,8 +6,9 @@
 //! it (`data.real()` on a `char`).
 //!
 //! A trait is decided only when the answer is sure: the same spelling, or two fundamental (or
-//! half-precision) types the front end knows, or a fundamental type against a template's
-//! instance (`thrust::complex<float>` is never `char`). A type it cannot name for sure (a
+//! half-precision) types the front end knows, or a fundamental type against an instance of a
+//! class template of the file (`Vec<float, 4>` is never `char`; an instance of a template from
+//! elsewhere may be an alias: `std::remove_cv_t<float>` is `float`). A type it cannot name for sure (a
 //! typedef from a missing header) leaves the condition to the solver, as before.
 
 use crate::lower::*;
@@ -85,16 +86,18 @@ impl<'a, 't> Lowerer<'a, 't> {
                 if same_type(a, b) {
                     Some(true)
                 } else if different_types(a, b)
-                    || (known_type(a).is_some() && b.contains('<'))
-                    || (known_type(b).is_some() && a.contains('<'))
+                    || (known_type(a).is_some() && self.class_instance(b))
+                    || (known_type(b).is_some() && self.class_instance(a))
                 {
                     Some(false)
                 } else {
                     None
                 }
             }
+            // Half-precision types are left undecided: libraries differ on them.
             ("is_floating_point", [a]) => match known_type(a)? {
                 "float" | "double" => Some(true),
+                "__half" | "__half2" | "__nv_bfloat16" | "__nv_bfloat162" => None,
                 _ => Some(false),
             },
             ("is_integral", [a]) => match known_type(a)? {
@@ -105,6 +108,17 @@ impl<'a, 't> Lowerer<'a, 't> {
             },
             _ => None,
         }
+    }
+
+    /// Whether a type's text is an instance of a class template of the file (`Vec<float, 4>`):
+    /// never a fundamental type. An instance of a template the file does not define may be an
+    /// alias (`std::remove_cv_t<float>` is `float`).
+    fn class_instance(&self, t: &str) -> bool {
+        let Some((name, _)) = t.split_once('<') else {
+            return false;
+        };
+        let name = name.rsplit("::").next().unwrap_or(name);
+        matches!(self.tab.classes.get(name), Some(Some(_)))
     }
 
     /// A type argument's text without spaces, a type parameter replaced by the type it is bound
