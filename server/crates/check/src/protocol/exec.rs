@@ -57,6 +57,7 @@ pub fn build_until(kernel: &Kernel, stop: &dyn Fn() -> bool) -> Protocol {
         loads: HashMap::new(),
         pow2_vars: HashSet::new(),
         load_tys: HashMap::new(),
+        float_loads: HashSet::new(),
         loops: 0,
         tables: HashMap::new(),
         epochs: Epochs::of(&kernel.body),
@@ -355,6 +356,8 @@ struct Exec<'k> {
     pow2_vars: HashSet<String>,
     /// C types of loaded values (the element type of the array read).
     load_tys: HashMap<AccessId, Option<CTy>>,
+    /// Loads of floating-point elements (see [`Exec::is_float`]).
+    float_loads: HashSet<AccessId>,
     /// Conditions of the enclosing loops, per access and per barrier (parallel to `p.accs`
     /// and `p.syncs`).
     acc_wraps: Vec<Wraps>,
@@ -652,6 +655,7 @@ impl<'k> Exec<'k> {
                 }
             }
             Expr::Binary(op, a, b) => {
+                let (a_expr, b_expr) = (&**a, &**b);
                 let (ta, tb) = (self.ty_of(a), self.ty_of(b));
                 let common = CTy::common(ta, tb);
                 let a = self.eval(a);
@@ -689,6 +693,9 @@ impl<'k> Exec<'k> {
                         self.wrap_result(v, ta.map(CTy::promoted))
                     }
                     // These see the converted operands (`-1 < 1u` is false in C).
+                    // A floating-point division by zero is IEEE 754's infinity or NaN, not
+                    // undefined behaviour: the thread runs on, so nothing is assumed of `b`.
+                    BinOp::Div if self.is_float(a_expr) || self.is_float(b_expr) => div(a, b),
                     BinOp::Div
                     | BinOp::Rem
                     | BinOp::Lt
@@ -817,6 +824,26 @@ impl<'k> Exec<'k> {
             },
             Expr::Ite(_, a, b) => CTy::common(self.ty_of(a), self.ty_of(b)),
             Expr::Cast(ty, _) => CTy::of(*ty).map(CTy::promoted),
+        }
+    }
+
+    /// Floating-point by C's usual arithmetic conversions: a `float`/`double` literal,
+    /// parameter, local, element or cast, or arithmetic with one. (An unknown value is not: it
+    /// may be an integer.)
+    fn is_float(&self, e: &Expr) -> bool {
+        let float = |ty: Option<ScalarType>| ty == Some(ScalarType::Float);
+        match e {
+            Expr::Float(_) => true,
+            Expr::Param(p) => float(self.k.params.get(p.0 as usize).map(|p| p.ty)),
+            Expr::Local(l) => float(self.k.locals.get(l.0 as usize).map(|l| l.ty)),
+            Expr::Load(a) => self.float_loads.contains(a),
+            Expr::Unary(UnOp::Neg, a) => self.is_float(a),
+            Expr::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div, a, b) => {
+                self.is_float(a) || self.is_float(b)
+            }
+            Expr::Ite(_, a, b) => self.is_float(a) || self.is_float(b),
+            Expr::Cast(ty, _) => *ty == ScalarType::Float,
+            _ => false,
         }
     }
 
@@ -1255,6 +1282,9 @@ impl<'k> Exec<'k> {
                     );
                     self.load_tys
                         .insert(a.id, elem.and_then(Self::target_ty).map(CTy::promoted));
+                    if elem == Some(ScalarType::Float) {
+                        self.float_loads.insert(a.id);
+                    }
                     let t = match (a.mode, self.tables.get(&a.array), index.as_slice()) {
                         (AccessMode::Read, Some(table), [e])
                             if self.epoch.is_some_and(|e| e > table.written_in) =>
