@@ -185,13 +185,12 @@ fn solve_inner(
     late.extend(assertions);
     let assertions = late;
 
-    // Per engine, the checks in order: (fast engine only) nothing extra, which decides sat vs
-    // unsat, so that an unsat query costs one check; the assumptions and the preferred
-    // constraints together (the plausible, small witness), unless the first model already
-    // keeps them all; nothing extra (full engine, or when the fast engine gave up); then, only
-    // when that model breaks an assumption and the check with both failed because of the
-    // preferred constraints, the assumptions alone. Every check uses a fresh solver object,
-    // never push/pop, so that no state leaks between checks or queries.
+    // Per engine, the checks in order: the assumptions and the preferred constraints together
+    // (the plausible, small witness); then nothing extra (decides sat vs unsat); then, only when
+    // that model breaks an assumption and the first check failed because of the preferred
+    // constraints, the assumptions alone. An unsat query costs two checks, as without
+    // assumptions. Every check uses a fresh solver object, never push/pop, so that no state
+    // leaks between checks or queries.
     let answer = match by_cases(query, limits, cancelled, timer, &enc) {
         Some(decided) => {
             timer.disarm();
@@ -512,8 +511,6 @@ fn solve_levels(
     let mut both_inconsistent = preferred.is_empty() && assumptions.is_empty();
     let mut assumptions_inconsistent = assumptions.is_empty();
     let mut last_reason = String::new();
-    // A model of the query alone from the fast engine (see below).
-    let mut found: Option<Solver> = None;
     for engine in [Engine::Fast, Engine::Full] {
         // A probe has found a witness (breaking an assumption): the query is nonlinear, and
         // only whether a plausible witness exists is left, for the full engine.
@@ -565,26 +562,6 @@ fn solve_levels(
                 }
             })
         };
-        // The fast engine asks the query alone first: most pairs of accesses cannot meet, and
-        // an unsat query then costs one check, not two. A model that happens to keep every
-        // assumption and preference is the witness; otherwise it is kept for the checks below.
-        if matches!(engine, Engine::Fast) && known.is_none() {
-            match check(&[], plain_share) {
-                Err(a) => return a,
-                Ok(CheckResult::Unsat) => return Answer::Unsat,
-                Ok(CheckResult::Unknown(r)) => {
-                    last_reason = r;
-                    continue;
-                }
-                Ok(CheckResult::Sat(solver)) => {
-                    if satisfies_all(&solver, assumptions) && satisfies_all(&solver, preferred) {
-                        timer.disarm();
-                        return sat_answer(&solver, enc, query);
-                    }
-                    found = Some(solver);
-                }
-            }
-        }
         if !both_inconsistent {
             match check(&[assumptions, preferred], extra_share) {
                 Err(a) => return a,
@@ -609,7 +586,7 @@ fn solve_levels(
             }
         }
         let owned;
-        let plain: &Solver = match known.or(found.as_ref()) {
+        let plain: &Solver = match known {
             Some(solver) => solver,
             None => {
                 owned = match check(&[], plain_share) {
