@@ -226,6 +226,7 @@ fn solve_inner(
             let out_of_time = || start.elapsed() >= budget;
             if let Some(i) = first_precondition(
                 query,
+                &model,
                 limits,
                 &|| cancelled() || out_of_time(),
                 &enc,
@@ -458,15 +459,21 @@ const PRECONDITION_SHARE: u64 = 80;
 /// `stop()` says so: the search shares the query's time budget.
 fn first_precondition(
     query: &Query,
+    witness: &std::collections::BTreeMap<String, i64>,
     limits: &Limits,
     stop: &dyn Fn() -> bool,
     enc: &Encoder,
     assertions: &[Bool],
 ) -> Option<usize> {
     let divides = crate::term::divides_by_variable(&query.assertions);
+    let values: Vec<(String, i64)> = witness.iter().map(|(k, v)| (k.clone(), *v)).collect();
     for (i, t) in query.preconditions.iter().enumerate() {
         if stop() {
             return None;
+        }
+        // The witness keeps this candidate, so the race stays under it: no check needed.
+        if closed_bool(t, &values, 0) == Some(true) {
+            continue;
         }
         let Ok(c) = enc.bool(t) else { continue };
         let defs = enc.take_definitions();
