@@ -24,6 +24,8 @@ pub(crate) enum Expr {
 
 pub(crate) struct Encoder {
     vars: BTreeMap<String, Expr>,
+    /// Translate nonlinear terms as fresh constants (see [`Encoder::linear`]), each term once.
+    abstracted: Option<RefCell<HashMap<Term, Int>>>,
     /// Bit-vector names of the non-constant operands of bitwise operators, per (operand, width).
     bit_operands: RefCell<HashMap<(Term, u32), BV>>,
     /// Definitions `name == int2bv(operand)` of those names; asserted next to the query.
@@ -45,9 +47,37 @@ impl Encoder {
             .collect();
         Encoder {
             vars,
+            abstracted: None,
             bit_operands: RefCell::new(HashMap::new()),
             definitions: RefCell::new(Vec::new()),
         }
+    }
+
+    /// An encoder of the *linear abstraction* of formulas: a product of two non-constants, a
+    /// division or remainder by a non-constant and a bitwise operation become a fresh integer
+    /// constant (the same term, the same constant), with facts that hold of the real
+    /// operation (`a >= 1 && b >= 0 ==> a*b >= b`, `0 <= a % b < b` for `b >= 1`, a bit-vector
+    /// result within its width) in [`Encoder::take_definitions`]. Every model of the formulas
+    /// gives one of their abstraction (each constant taking its term's value), so an
+    /// abstraction without a model proves the formulas have none, in linear arithmetic, where
+    /// Z3 is fast: a digit `n < N` of `k*N + n` with `n` built of products of launch sizes.
+    pub(crate) fn linear(decls: &BTreeMap<String, Sort>) -> Encoder {
+        let mut enc = Encoder::new(decls);
+        enc.abstracted = Some(RefCell::new(HashMap::new()));
+        enc
+    }
+
+    /// The fresh constant standing for `t` in a linear abstraction, with `facts` (given the
+    /// constant) about it recorded the first time.
+    fn abstraction(&self, t: &Term, facts: impl FnOnce(&Int) -> Vec<Bool>) -> Option<Int> {
+        let memo = self.abstracted.as_ref()?;
+        if let Some(x) = memo.borrow().get(t) {
+            return Some(x.clone());
+        }
+        let x = Int::fresh_const("abstracted");
+        self.definitions.borrow_mut().extend(facts(&x));
+        memo.borrow_mut().insert(t.clone(), x.clone());
+        Some(x)
     }
 
     /// [`Encoder::new`], with the variables of `values` translated as those constants (the
@@ -181,6 +211,7 @@ impl Encoder {
                 let v = ints(args)?;
                 match v.len() {
                     0 => Expr::Int(Int::from_i64(1)),
+                    _ if self.abstracted.is_some() => Expr::Int(self.linear_product(t, v)),
                     _ => Expr::Int(Int::mul(&v)),
                 }
             }
@@ -192,17 +223,18 @@ impl Encoder {
                 Some(a) => Expr::Int(a.unary_minus()),
                 None => return Err("internal error: unary `-` without operand".to_string()),
             },
-            Term::Div(..) => {
+            Term::Div(..) | Term::Rem(..) | Term::Mod(..) => {
                 let (a, b) = two(ints(args)?);
-                Expr::Int(c_div(&a, &b))
-            }
-            Term::Rem(..) => {
-                let (a, b) = two(ints(args)?);
-                Expr::Int(c_rem(&a, &b))
-            }
-            Term::Mod(..) => {
-                let (a, b) = two(ints(args)?);
-                Expr::Int(a.modulo(&b))
+                let abstracted = match b.as_i64() {
+                    Some(_) => None,
+                    None => self.abstraction(t, |x| quotient_facts(t, &a, &b, x)),
+                };
+                match (abstracted, t) {
+                    (Some(x), _) => Expr::Int(x),
+                    (None, Term::Div(..)) => Expr::Int(c_div(&a, &b)),
+                    (None, Term::Rem(..)) => Expr::Int(c_rem(&a, &b)),
+                    (None, _) => Expr::Int(a.modulo(&b)),
+                }
             }
             Term::Bit {
                 op,
@@ -214,6 +246,31 @@ impl Encoder {
                     return Err("bitwise operator with bit width 0".to_string());
                 }
                 let w = u32::from(*width);
+                // Read back signed or unsigned from `width` bits: a bound that does not fit
+                // in an `i64` is left out (a weaker fact is still true).
+                let in_width = |x: &Int| {
+                    let (lo, hi) = match (*signed, w) {
+                        (true, w) if w <= 64 => {
+                            (Some(-(1i128 << (w - 1))), Some((1i128 << (w - 1)) - 1))
+                        }
+                        (true, _) => (None, None),
+                        (false, w) if w < 64 => (Some(0), Some((1i128 << w) - 1)),
+                        (false, _) => (Some(0), None),
+                    };
+                    let fits =
+                        |v: Option<i128>| v.and_then(|v| i64::try_from(v).ok()).map(Int::from_i64);
+                    let mut facts = Vec::new();
+                    if let Some(lo) = fits(lo) {
+                        facts.push(x.ge(&lo));
+                    }
+                    if let Some(hi) = fits(hi) {
+                        facts.push(x.le(&hi));
+                    }
+                    facts
+                };
+                if let Some(x) = self.abstraction(t, in_width) {
+                    return Ok(Expr::Int(x));
+                }
                 let bvs = operands
                     .iter()
                     .zip(&ints(args)?)
@@ -275,6 +332,67 @@ impl Encoder {
                 }
             }
         })
+    }
+}
+
+impl Encoder {
+    /// A product in a linear abstraction: the constant factors times one fresh constant per
+    /// further non-constant factor (`a*b*c` is `(a*b)*c`, two constants), each with
+    /// [`product_facts`].
+    fn linear_product(&self, t: &Term, factors: Vec<Int>) -> Int {
+        let (constants, mut others): (Vec<Int>, Vec<Int>) =
+            factors.into_iter().partition(|f| f.as_i64().is_some());
+        if others.len() < 2 {
+            others.extend(constants);
+            return Int::mul(&others);
+        }
+        let mut acc = others[0].clone();
+        for (i, b) in others.iter().enumerate().skip(1) {
+            // Keyed by the term and the factor's place: the same product, the same constant.
+            let key = Term::Mul(vec![t.clone(), Term::Int(i as i64)].into());
+            let a = acc.clone();
+            acc = self
+                .abstraction(&key, |x| product_facts(&a, b, x))
+                .unwrap_or_else(|| Int::mul(&[a.clone(), b.clone()]));
+        }
+        let mut all = constants;
+        all.push(acc);
+        Int::mul(&all)
+    }
+}
+
+/// What holds of `x == a * b` in linear terms: its sign from the factors' signs, zero with a
+/// zero factor, and `|x| >= |a|` when `|b| >= 1` (on the signs given).
+fn product_facts(a: &Int, b: &Int, x: &Int) -> Vec<Bool> {
+    let n = Int::from_i64;
+    let and = |p: &[Bool]| Bool::and(p);
+    vec![
+        and(&[a.ge(n(0)), b.ge(n(0))]).implies(x.ge(n(0))),
+        and(&[a.le(n(0)), b.le(n(0))]).implies(x.ge(n(0))),
+        and(&[a.le(n(0)), b.ge(n(0))]).implies(x.le(n(0))),
+        and(&[a.ge(n(0)), b.le(n(0))]).implies(x.le(n(0))),
+        Bool::or(&[a.eq(n(0)), b.eq(n(0))]).implies(x.eq(n(0))),
+        and(&[a.ge(n(1)), b.ge(n(0))]).implies(x.ge(b)),
+        and(&[b.ge(n(1)), a.ge(n(0))]).implies(x.ge(a)),
+        and(&[a.ge(n(1)), b.le(n(0))]).implies(x.le(b)),
+        and(&[b.ge(n(1)), a.le(n(0))]).implies(x.le(a)),
+    ]
+}
+
+/// What holds of `x` standing for `a / b`, `a % b` (C) or `a mod b` (non-negative) with a
+/// positive divisor: the quotient of a non-negative dividend is between 0 and the dividend; a
+/// remainder is below the divisor and, for a non-negative dividend, not above it.
+fn quotient_facts(t: &Term, a: &Int, b: &Int, x: &Int) -> Vec<Bool> {
+    let n = Int::from_i64;
+    let positive = b.ge(n(1));
+    let natural = Bool::and(&[a.ge(n(0)), positive.clone()]);
+    match t {
+        Term::Div(..) => vec![natural.implies(Bool::and(&[x.ge(n(0)), x.le(a)]))],
+        Term::Rem(..) => vec![natural.implies(Bool::and(&[x.ge(n(0)), x.lt(b), x.le(a)]))],
+        _ => vec![
+            positive.implies(Bool::and(&[x.ge(n(0)), x.lt(b)])),
+            natural.implies(x.le(a)),
+        ],
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod cases;
 mod encode;
+mod linear;
 mod pool;
 mod solve;
 pub mod term;

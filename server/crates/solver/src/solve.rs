@@ -191,6 +191,10 @@ fn solve_inner(
     // constraints, the assumptions alone. An unsat query costs two checks, as without
     // assumptions. Every check uses a fresh solver object, never push/pop, so that no state
     // leaks between checks or queries.
+    if crate::linear::linear_unsat(query, limits) {
+        timer.disarm();
+        return Answer::Unsat;
+    }
     let answer = match by_cases(query, limits, cancelled, timer, &enc) {
         Some(decided) => {
             timer.disarm();
@@ -672,7 +676,7 @@ fn slow_query_dump() -> Option<&'static (std::path::PathBuf, u64)> {
     .as_ref()
 }
 
-fn dump_if_slow(solver: &Solver, took: Duration, engine: Engine, result: &SatResult) {
+pub(crate) fn dump_if_slow(solver: &Solver, took: Duration, engine: Engine, result: &SatResult) {
     let Some((dir, ms)) = slow_query_dump() else {
         return;
     };
@@ -731,11 +735,11 @@ const FAST_SHARE: u64 = 10;
 /// Further share of `rlimit` for the full engine's checks with extra constraints when a probe
 /// has found a witness without the assumptions (see `solve_inner`).
 const KNOWN_SAT_SHARE: u64 = 8;
-const FAST_RLIMIT_CAP: u64 = 1_000_000;
+pub(crate) const FAST_RLIMIT_CAP: u64 = 1_000_000;
 
 /// The two Z3 solver objects used.
 #[derive(Clone, Copy, Debug)]
-enum Engine {
+pub(crate) enum Engine {
     /// The `smt` tactic as a solver: no preprocessing portfolio, but about 1 ms to build. Most
     /// of the checker's queries are small and linear and are answered by it.
     Fast,
@@ -748,7 +752,7 @@ enum Engine {
 }
 
 impl Engine {
-    fn solver(self) -> Solver {
+    pub(crate) fn solver(self) -> Solver {
         match self {
             Engine::Fast => z3::Tactic::new("smt").solver(),
             Engine::Full => Solver::new(),
@@ -763,7 +767,7 @@ impl Engine {
 /// interrupt timer at 2 s → `unknown` (timeout) in 2.03 s; with `timeout=2000` set, with or
 /// without our timer → no answer after 30 s (process killed). The wall-clock bound is
 /// therefore our own timer (`Z3_interrupt`, see [`solve_cancellable`]), plus the pool's watchdog.
-fn set_rlimit(solver: &Solver, rlimit: u64) {
+pub(crate) fn set_rlimit(solver: &Solver, rlimit: u64) {
     let mut p = Params::new();
     // An `unsigned` parameter in Z3; larger values saturate. rlimit 0 would mean "unlimited" to
     // Z3, so it is raised to 1.

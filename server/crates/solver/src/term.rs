@@ -176,6 +176,32 @@ impl Term {
     }
 }
 
+/// Does a formula multiply two non-constants, divide (or take a remainder) by a non-constant
+/// or use a bitwise operator? (Each shared part is looked at once.)
+pub fn nonlinear(ts: &[Term]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack: Vec<&Term> = ts.iter().collect();
+    while let Some(t) = stack.pop() {
+        if let Some(k) = t.share_key() {
+            if !seen.insert(k) {
+                continue;
+            }
+        }
+        match t {
+            Term::Mul(fs) if fs.iter().filter(|f| !matches!(f, Term::Int(_))).count() >= 2 => {
+                return true
+            }
+            Term::Div(_, d) | Term::Rem(_, d) | Term::Mod(_, d) if !matches!(**d, Term::Int(_)) => {
+                return true
+            }
+            Term::Bit { .. } => return true,
+            _ => {}
+        }
+        stack.extend(t.children());
+    }
+    false
+}
+
 /// Does a formula divide (or take a remainder) by a non-constant? (An explicit stack: terms
 /// can be deeper than a thread's stack allows recursion for.)
 pub fn divides_by_variable(ts: &[Term]) -> bool {
