@@ -416,6 +416,14 @@ fn conditional_findings_name_their_condition() {
         condition.starts_with("only if") && condition.contains("gridDim.y > taps"),
         "{condition}"
     );
+    let fs = findings(
+        "witnesses/index_past_int_range_is_conditional.cu",
+        Verdict::Racy,
+    );
+    assert_eq!(
+        fs[0].condition.as_deref(),
+        Some("only if the index into `out` is 2^31 or more")
+    );
     // Layouts `X * S + Y`: the digit past its step, in the source's names.
     let fs = findings(
         "witnesses/remainder_of_product_below_row_step_is_conditional.cu",
@@ -472,6 +480,7 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
         "witnesses/thread_column_chosen_padding_of_row_step_is_conditional.cu",
         "witnesses/warp_split_by_a_partial_warp_is_conditional.cu",
         "witnesses/thread_id_with_another_dimensions_radix_is_conditional.cu",
+        "witnesses/index_past_int_range_is_conditional.cu",
     ] {
         let path = fixtures_dir().join(rel);
         let text = std::fs::read_to_string(&path).expect("fixture is readable");

@@ -11,7 +11,8 @@
 //!   least 1; one compared with an index or a loop counter (a size, a bound), or added to a
 //!   thread's index (`threadIdx.x + start`: where the threads' range begins), is at least 0.
 //! - `non-negative-indices`: the cell of a kernel's pointer parameter that two threads meet on
-//!   has non-negative coordinates (the pointer is the start of the buffer).
+//!   has non-negative coordinates (the pointer is the start of the buffer), each below 2^31 (an
+//!   `int` index reaching past it overflowed, which is undefined behaviour).
 //! - `shared-in-bounds`: the cell of a `__shared__` array with a declared size is inside it;
 //!   and a block fits the per-thread slots every thread fills before any may leave
 //!   (`s[threadIdx.x] = …` with `s[32]`: `blockDim.x <= 32`; also `s[ty][tx]` of a 2-D tile
@@ -156,6 +157,8 @@ pub enum Broken {
     Layout { text: String, subjects: Vec<String> },
     /// An index into a pointer parameter is negative.
     NegativeIndex { array: String },
+    /// An index into a pointer parameter is past what an `int` holds.
+    HugeIndex { array: String },
     /// An index into a shared array is outside its declared size.
     OutOfBounds { array: String, size: String },
     /// A block shape the kernel is not written for, in words (`blockDim.x > 32`,
@@ -191,6 +194,9 @@ impl Broken {
             Broken::LeadingDimension { ld, scale, row } => format!("{ld} / {scale} < {row}"),
             Broken::Layout { text, .. } => text.clone(),
             Broken::NegativeIndex { array } => format!("the index into `{array}` is negative"),
+            Broken::HugeIndex { array } => {
+                format!("the index into `{array}` is 2^31 or more")
+            }
             Broken::OutOfBounds { array, size } => {
                 format!("the index into `{array}` is outside its {size} elements")
             }
@@ -492,6 +498,31 @@ pub fn cell_assumptions(
                     },
                 });
             }
+            // A cell past 2^31 - 1: an `int` index computed to reach it overflowed (undefined
+            // behaviour), and buffers of more than 2^31 elements are rare. Witnesses that need
+            // one (`batch * groups * n` with every factor near `INT_MAX`) are conditional.
+            let below: Vec<Term> = ways
+                .iter()
+                .filter(|_| !wide_indices(kernel, array))
+                .filter(|(_, cell)| !cell.is_empty())
+                .map(|(d, cell)| {
+                    Term::implies(
+                        d.clone(),
+                        and(cell
+                            .iter()
+                            .map(|c| Term::lt(c.clone(), int(1 << 31)))
+                            .collect()),
+                    )
+                })
+                .collect();
+            if !below.is_empty() {
+                out.push(Assumption {
+                    term: and(below),
+                    broken: Broken::HugeIndex {
+                        array: arr.name.clone(),
+                    },
+                });
+            }
         }
         (MemSpace::Shared, ArrayOrigin::SharedDecl) if switches.shared_in_bounds => {
             // Constant sizes only: a size given by a parameter would add a variable the query
@@ -658,6 +689,32 @@ pub(crate) fn visit_accesses(b: &Block, f: &mut dyn FnMut(&Expr)) {
             _ => {}
         }
     }
+}
+
+/// Whether an index into `array` is computed in a 64-bit type somewhere in the kernel (it
+/// names a 64-bit parameter or local, or casts to one): cells past 2^31 are then what the code
+/// is written for.
+fn wide_indices(kernel: &Kernel, array: cudarace_ir::ArrayId) -> bool {
+    fn wide(kernel: &Kernel, e: &Expr) -> bool {
+        let bits =
+            |ty: Option<ScalarType>| matches!(ty, Some(ScalarType::Int { bits, .. }) if bits > 32);
+        match e {
+            Expr::Param(p) => bits(kernel.params.get(p.0 as usize).map(|p| p.ty)),
+            Expr::Local(l) => bits(kernel.locals.get(l.0 as usize).map(|l| l.ty)),
+            Expr::Cast(ty, a) => bits(Some(*ty)) || wide(kernel, a),
+            Expr::Unary(_, a) => wide(kernel, a),
+            Expr::Binary(_, a, b) => wide(kernel, a) || wide(kernel, b),
+            Expr::Ite(c, a, b) => wide(kernel, c) || wide(kernel, a) || wide(kernel, b),
+            _ => false,
+        }
+    }
+    let mut found = false;
+    visit_stmts(&kernel.body, &mut |s| {
+        if let Stmt::Access(a) = s {
+            found |= a.array == array && a.index.iter().any(|e| wide(kernel, e));
+        }
+    });
+    found
 }
 
 /// Every statement of the block, nested ones included.
