@@ -73,9 +73,14 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
         let mut stack = vec![tree.root_node()];
         while let Some(n) = stack.pop() {
             if n.kind() == "call_expression" {
-                if let Some(launch) =
-                    chevron_launch(n, text).or_else(|| launcher_call(tables, n, text, file))
-                {
+                let launches = match chevron_launch(n, text) {
+                    Some(l) if l.name.kind() == "subscript_expression" => {
+                        table_launches(tables, n, &l, text)
+                    }
+                    Some(l) => vec![l],
+                    None => launcher_call(tables, n, text, file).into_iter().collect(),
+                };
+                for launch in launches {
                     let func_body = enclosing_function_body(n);
                     let facts = functions
                         .entry(func_body.map(|b| b.id()))
@@ -108,6 +113,9 @@ pub(crate) fn launch_sites(tables: &Tables<'_>, trees: &[Tree]) -> Vec<LaunchSit
 /// passed directly (`None`: not known).
 struct Launch<'t> {
     name: Node<'t>,
+    /// A kernel named by a macro's expansion (`P(4)` for `k<T, (4)>` in a table of kernels):
+    /// its name and template argument texts, in place of `name` and `template_args`.
+    expanded: Option<(String, Vec<String>)>,
     template_args: Option<Node<'t>>,
     grid: Option<Node<'t>>,
     block: Option<Node<'t>>,
@@ -129,6 +137,7 @@ fn chevron_launch<'t>(n: Node<'t>, _text: &str) -> Option<Launch<'t>> {
     let sizes = list_items(cfg);
     Some(Launch {
         name,
+        expanded: None,
         template_args: (f.kind() == "template_function")
             .then(|| f.child_by_field_name("arguments"))
             .flatten(),
@@ -136,6 +145,147 @@ fn chevron_launch<'t>(n: Node<'t>, _text: &str) -> Option<Launch<'t>> {
         block: sizes.get(1).copied(),
         args: n.child_by_field_name("arguments").map(list_items),
     })
+}
+
+/// `table[i]<<<grid, block>>>(args…)`: a launch through an array of kernels, `void
+/// (*table[])(…) = {k<1>, k<2>, …}` (TensorRT's plugins pick an instance by a size this way),
+/// declared in the host function or at file scope. Every kernel of the initializer gets the
+/// site's sizes and arguments (whichever `i` picks it). Nothing when no such table is found.
+fn table_launches<'t>(
+    tables: &Tables<'t>,
+    call: Node<'t>,
+    launch: &Launch<'t>,
+    text: &str,
+) -> Vec<Launch<'t>> {
+    let Some(table) = launch.name.child_by_field_name("argument") else {
+        return vec![];
+    };
+    if table.kind() != "identifier" {
+        return vec![];
+    }
+    let name = node_text(table, text);
+    // Scopes from the launch outward: the enclosing compound statements, then the file.
+    let mut scopes = Vec::new();
+    let mut up = call.parent();
+    while let Some(p) = up {
+        if p.kind() == "compound_statement" || p.kind() == "translation_unit" {
+            scopes.push(p);
+        }
+        up = p.parent();
+    }
+    for scope in scopes {
+        let mut c = scope.walk();
+        for decl in scope.named_children(&mut c) {
+            // A table declared after the launch is not the one it uses.
+            if decl.kind() != "declaration" || decl.start_byte() > call.start_byte() {
+                continue;
+            }
+            let mut dc = decl.walk();
+            for init in decl.named_children(&mut dc) {
+                if init.kind() != "init_declarator" {
+                    continue;
+                }
+                let named = init
+                    .child_by_field_name("declarator")
+                    .and_then(declarator_name)
+                    .is_some_and(|d| node_text(d, text) == name);
+                let Some(list) = init
+                    .child_by_field_name("value")
+                    .filter(|v| v.kind() == "initializer_list")
+                else {
+                    continue;
+                };
+                if !named {
+                    continue;
+                }
+                let mut lc = list.walk();
+                let entries: Vec<Node<'t>> = list.named_children(&mut lc).collect();
+                return entries
+                    .into_iter()
+                    .filter_map(|e| {
+                        if let Some(expanded) = macro_kernel(tables, e, text) {
+                            return Some(Launch {
+                                name: launch.name,
+                                expanded: Some(expanded),
+                                template_args: None,
+                                grid: launch.grid,
+                                block: launch.block,
+                                args: launch.args.clone(),
+                            });
+                        }
+                        let k = kernel_operand(tables, e, text)?;
+                        let (name, template_args) = match k.kind() {
+                            "identifier" => (k, None),
+                            "qualified_identifier" => (declarator_name(k)?, None),
+                            "template_function" => (
+                                k.child_by_field_name("name")?,
+                                k.child_by_field_name("arguments"),
+                            ),
+                            _ => return None,
+                        };
+                        Some(Launch {
+                            name,
+                            expanded: None,
+                            template_args,
+                            grid: launch.grid,
+                            block: launch.block,
+                            args: launch.args.clone(),
+                        })
+                    })
+                    .collect();
+            }
+        }
+    }
+    vec![]
+}
+
+/// An entry of a table of kernels written with a function-like macro of the file (`#define
+/// P(n) k<T, (n)>` … `{P(1), P(2)}`): the kernel's name and template argument texts of the
+/// expansion.
+fn macro_kernel(tables: &Tables<'_>, e: Node<'_>, text: &str) -> Option<(String, Vec<String>)> {
+    if e.kind() != "call_expression" {
+        return None;
+    }
+    let f = e.child_by_field_name("function")?;
+    let m = tables.macros.get(node_text(f, text))?;
+    let args: Vec<String> = list_items(e.child_by_field_name("arguments")?)
+        .into_iter()
+        .map(|a| node_text(a, text).to_string())
+        .collect();
+    let expansion = m.expand(Some(&args))?;
+    let expansion = expansion.trim();
+    let (name, rest) = match expansion.find('<') {
+        Some(i) => (expansion[..i].trim(), Some(&expansion[i + 1..])),
+        None => (expansion, None),
+    };
+    let name = name.rsplit("::").next()?.trim();
+    let is_ident = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !is_ident || tables.funcs.get(name).is_none_or(|d| d.is_empty()) {
+        return None;
+    }
+    let mut targs = Vec::new();
+    if let Some(rest) = rest {
+        let inner = rest.trim_end().strip_suffix('>')?;
+        // Split at the commas outside nested brackets.
+        let (mut depth, mut start) = (0i32, 0usize);
+        for (i, c) in inner.char_indices() {
+            match c {
+                '<' | '(' | '[' | '{' => depth += 1,
+                '>' | ')' | ']' | '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    targs.push(inner[start..i].trim().to_string());
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        targs.push(inner[start..].trim().to_string());
+    }
+    Some((name.to_string(), targs))
 }
 
 /// A call to a launcher a library file describes (`[[launcher]]`: `cudaLaunchKernel((void *)k,
@@ -204,6 +354,7 @@ fn launcher_call<'t>(
     };
     Some(Launch {
         name,
+        expanded: None,
         template_args,
         grid,
         block,
@@ -358,8 +509,35 @@ impl<'t> HostEnv<'_, 't> {
             _ => None,
         };
         let args = launch.args.as_deref();
+        let (kernel, template_args, definitions) = match &launch.expanded {
+            Some((name, targs)) => (
+                name.clone(),
+                targs
+                    .iter()
+                    .map(|t| eval_text(t, self, 0).map(SiteValue::Int))
+                    .collect(),
+                specializations::reachable_definitions(
+                    self.tables,
+                    name,
+                    None,
+                    self.func_body.and_then(|b| b.parent()),
+                    self.text,
+                ),
+            ),
+            None => (
+                node_text(launch.name, self.text).to_string(),
+                self.arg_values(launch.template_args, launch.grid, launch.block),
+                specializations::reachable_definitions(
+                    self.tables,
+                    node_text(launch.name, self.text),
+                    launch.template_args,
+                    self.func_body.and_then(|b| b.parent()),
+                    self.text,
+                ),
+            ),
+        };
         LaunchSite {
-            kernel: node_text(launch.name, self.text).to_string(),
+            kernel,
             span: Span::new(file, n.start_byte(), n.end_byte()),
             grid_values,
             block_values,
@@ -369,14 +547,8 @@ impl<'t> HostEnv<'_, 't> {
             args: args
                 .map(|a| self.item_values(a, launch.grid, launch.block))
                 .unwrap_or_default(),
-            template_args: self.arg_values(launch.template_args, launch.grid, launch.block),
-            definitions: specializations::reachable_definitions(
-                self.tables,
-                node_text(launch.name, self.text),
-                launch.template_args,
-                self.func_body.and_then(|b| b.parent()),
-                self.text,
-            ),
+            template_args,
+            definitions,
             grid_relations: self.size_relations(launch.grid, args),
             block_relations: self.size_relations(launch.block, args),
         }
