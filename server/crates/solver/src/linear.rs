@@ -72,23 +72,16 @@ mod tests {
             }
             stack.extend(t.children());
         }
-        Query {
-            vars: vars.into_iter().map(|n| (n, Sort::Int)).collect(),
+        Query::new(
+            vars.into_iter().map(|n| (n, Sort::Int)).collect(),
             assertions,
-            preferred: vec![],
-            assumptions: vec![],
-            fallback_assumptions: vec![],
-            preconditions: vec![],
-            probes: vec![],
-            report: vec![],
-        }
+        )
     }
 
     /// Two threads' cells `q*N + n` of a lattice kernel, `n = ((S + 1)*b + s)*B + t` (a
     /// block-stride loop `s` over `S + 1` strips, `S` a quotient of `N`), guarded by `n < N`,
     /// next to what the kernel computes from the data it reads (products and quotients of
-    /// loaded values, irrelevant to where it writes). `same_q`: both threads on one
-    /// distribution.
+    /// loaded values, irrelevant to where it writes).
     fn lattice(q1: i64, q2: i64) -> Query {
         let mut a = vec![];
         a.extend(range(v("B"), 1, 1025));

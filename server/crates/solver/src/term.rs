@@ -379,6 +379,21 @@ pub struct Query {
 }
 
 impl Query {
+    /// A query of `assertions` over `vars` and nothing else (no assumptions, preferences,
+    /// preconditions, probes or reported values).
+    pub fn new(vars: BTreeMap<String, Sort>, assertions: Vec<Term>) -> Query {
+        Query {
+            vars,
+            assertions,
+            preferred: vec![],
+            assumptions: vec![],
+            fallback_assumptions: vec![],
+            preconditions: vec![],
+            probes: vec![],
+            report: vec![],
+        }
+    }
+
     /// A position-independent hash of the whole question (cache key).
     pub fn key(&self) -> u64 {
         let mut h = std::collections::hash_map::DefaultHasher::new();

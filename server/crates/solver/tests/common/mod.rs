@@ -26,18 +26,13 @@ pub fn ge(a: Term, b: Term) -> Term {
 }
 
 pub fn query(ints: &[&str], assertions: Vec<Term>, report: &[&str]) -> Query {
+    let vars = ints
+        .iter()
+        .map(|n| (n.to_string(), Sort::Int))
+        .collect::<BTreeMap<_, _>>();
     Query {
-        vars: ints
-            .iter()
-            .map(|n| (n.to_string(), Sort::Int))
-            .collect::<BTreeMap<_, _>>(),
-        assertions,
-        preferred: vec![],
-        assumptions: vec![],
-        fallback_assumptions: vec![],
-        preconditions: vec![],
-        probes: vec![],
         report: report.iter().map(|s| s.to_string()).collect(),
+        ..Query::new(vars, assertions)
     }
 }
 

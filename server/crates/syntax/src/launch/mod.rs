@@ -214,15 +214,7 @@ fn table_launches<'t>(
                             });
                         }
                         let k = kernel_operand(tables, e, text)?;
-                        let (name, template_args) = match k.kind() {
-                            "identifier" => (k, None),
-                            "qualified_identifier" => (declarator_name(k)?, None),
-                            "template_function" => (
-                                k.child_by_field_name("name")?,
-                                k.child_by_field_name("arguments"),
-                            ),
-                            _ => return None,
-                        };
+                        let (name, template_args) = kernel_name(k)?;
                         Some(Launch {
                             name,
                             expanded: None,
@@ -237,6 +229,19 @@ fn table_launches<'t>(
         }
     }
     vec![]
+}
+
+/// The name of a kernel operand (`k`, `ns::k`, `k<T, 4>`) and its template argument list.
+fn kernel_name(k: Node<'_>) -> Option<(Node<'_>, Option<Node<'_>>)> {
+    match k.kind() {
+        "identifier" => Some((k, None)),
+        "qualified_identifier" => Some((declarator_name(k)?, None)),
+        "template_function" => Some((
+            k.child_by_field_name("name")?,
+            k.child_by_field_name("arguments"),
+        )),
+        _ => None,
+    }
 }
 
 /// An entry of a table of kernels written with a function-like macro of the file (`#define
@@ -325,15 +330,7 @@ fn launcher_call<'t>(
     }
     let args = list_items(n.child_by_field_name("arguments")?);
     let kernel = kernel_operand(tables, *args.get(model.kernel_arg)?, text)?;
-    let (name, template_args) = match kernel.kind() {
-        "identifier" => (kernel, None),
-        "qualified_identifier" => (declarator_name(kernel)?, None),
-        "template_function" => (
-            kernel.child_by_field_name("name")?,
-            kernel.child_by_field_name("arguments"),
-        ),
-        _ => return None,
-    };
+    let (name, template_args) = kernel_name(kernel)?;
     // With a configuration object, the launcher is known to be the one described only when the
     // configuration is built by a described constructor: the kernel's arguments are bound only
     // then (another framework's function of the same name may take other arguments there).
