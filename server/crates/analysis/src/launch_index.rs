@@ -33,6 +33,9 @@ struct Indexed {
 #[derive(Debug, Default, Clone)]
 pub struct UnitSites {
     sites: Vec<(KernelKey, Indexed)>,
+    /// Sites of kernels the unit only declares (`__global__ void k(int *);` in a header, the
+    /// definition in another `.cu` file, linked): by name.
+    declared: Vec<(String, Indexed)>,
     /// The unit's path as given, and the files it includes (canonical).
     unit: PathBuf,
     includes: Vec<PathBuf>,
@@ -42,6 +45,8 @@ pub struct UnitSites {
 #[derive(Debug, Default)]
 pub struct LaunchIndex {
     by_kernel: HashMap<KernelKey, Vec<Indexed>>,
+    /// Sites of kernels their unit only declares, by name (see [`UnitSites`]).
+    by_name: HashMap<String, Vec<Indexed>>,
     /// Each included file (canonical) and the first unit that includes it.
     includers: HashMap<PathBuf, PathBuf>,
 }
@@ -68,6 +73,15 @@ pub fn unit_sites(path: &Path, frontend: &FrontendOptions, max_bytes: u64) -> Un
     };
     for site in &ir.launch_sites {
         let Some(kernel) = ir.kernels.iter().find(|k| k.name == site.kernel) else {
+            if let Some(Some(origin)) = files.get(site.span.file.0 as usize) {
+                out.declared.push((
+                    site.kernel.clone(),
+                    Indexed {
+                        origin: (origin.clone(), site.span.start),
+                        site: site.clone(),
+                    },
+                ));
+            }
             continue;
         };
         let (Some(defined_in), Some(origin)) = (
@@ -104,6 +118,11 @@ impl LaunchIndex {
                     index.by_kernel.entry(key).or_default().push(site);
                 }
             }
+            for (name, site) in unit.declared {
+                if seen.insert(site.origin.clone()) {
+                    index.by_name.entry(name).or_default().push(site);
+                }
+            }
         }
         index
     }
@@ -114,9 +133,19 @@ impl LaunchIndex {
         self.includers.get(&key).map(PathBuf::as_path)
     }
 
+    /// Keeps, of the sites by kernel, those of kernels defined in `file` (a `.cu` file checked
+    /// with the sites of its siblings: not those of the headers it includes, which the
+    /// siblings may launch for another program). Sites by name stay.
+    pub fn retain_defined_in(&mut self, file: &Path) {
+        let key = std::fs::canonicalize(file).unwrap_or_else(|_| absolute(file));
+        self.by_kernel
+            .retain(|(defined_in, _), _| *defined_in == key);
+    }
+
     /// How many sites the index holds.
     pub fn len(&self) -> usize {
-        self.by_kernel.values().map(Vec::len).sum()
+        self.by_kernel.values().map(Vec::len).sum::<usize>()
+            + self.by_name.values().map(Vec::len).sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -124,8 +153,11 @@ impl LaunchIndex {
     }
 
     /// Adds to `ir` the sites of its kernels that are written in files `ir` does not contain.
+    /// A kernel `ir` defines in a `.cu` file also gets the sites of other units that only
+    /// declare a kernel of its name (one program's units launch each other's kernels through
+    /// header declarations).
     pub fn add_sites_from_other_files(&self, ir: &mut FileIr) {
-        if self.by_kernel.is_empty() {
+        if self.is_empty() {
             return;
         }
         let files = file_keys(&ir.files);
@@ -136,7 +168,15 @@ impl LaunchIndex {
                 continue;
             };
             let key = (defined_in.clone(), kernel.name.clone());
-            for s in self.by_kernel.get(&key).into_iter().flatten() {
+            let in_unit = defined_in.extension().is_some_and(|e| e == "cu");
+            let declared = self.by_name.get(&kernel.name).filter(|_| in_unit);
+            for s in self
+                .by_kernel
+                .get(&key)
+                .into_iter()
+                .chain(declared)
+                .flatten()
+            {
                 if !local.contains(&s.origin.0) {
                     added.push(LaunchSite {
                         span: kernel.span,

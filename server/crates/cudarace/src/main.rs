@@ -2,6 +2,7 @@
 
 mod args;
 mod project;
+mod siblings;
 
 use args::{CheckArgs, Cli, ColorChoice, Command, Format};
 use clap::Parser;
@@ -283,6 +284,15 @@ fn check(args: CheckArgs) -> u8 {
                 }
             }
             work[i].1.launch_index = Some(index.clone());
+        }
+    }
+    // Files no database covers: the launch sites of the `.cu` files beside them.
+    let mut siblings = siblings::Siblings::default();
+    for (path, opts) in work.iter_mut() {
+        if opts.launch_index.is_none() {
+            if let Some(index) = siblings.index(path, opts) {
+                opts.launch_index = Some(Arc::new(index));
+            }
         }
     }
     let mut reports = check_files(&args, &work, &pool, file_jobs);

@@ -394,3 +394,70 @@ fn a_header_takes_the_flags_of_a_unit_that_includes_it() {
     assert_eq!(verdicts(&out)[0].0, "included", "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A kernel that races across blocks (thread 0 of each writes `r[0]`) and never reads
+/// `blockIdx`: launched with one block it is race-free.
+const TOTAL: &str = "__global__ void total(const float *a, float *r, int n) {\n\
+    if (threadIdx.x == 0) {\n        float s = 0;\n\
+        for (int i = 0; i < n; i++) s += a[i];\n        r[0] = s;\n    }\n}\n";
+
+#[test]
+fn without_a_database_a_kernel_takes_the_launch_sites_of_the_files_beside_it() {
+    let dir = temp_dir("siblings");
+    std::fs::write(dir.join("total.cu"), TOTAL).expect("write");
+    std::fs::write(
+        dir.join("total.cuh"),
+        "__global__ void total(const float *a, float *r, int n);\n",
+    )
+    .expect("write");
+    // Declared through a header and launched from a sibling, one block.
+    std::fs::write(
+        dir.join("main.cu"),
+        "#include \"total.cuh\"\nvoid run(const float *a, float *r, int n) {\n\
+         total<<<1, 32>>>(a, r, n);\n}\n",
+    )
+    .expect("write");
+    let out = run(&["check", "--format", "json", s(&dir.join("total.cu"))]);
+    assert_eq!(
+        verdicts(&out),
+        [("total".to_string(), "race-free".to_string())],
+        "{}",
+        stderr(&out)
+    );
+    // Launched with four blocks: racy.
+    std::fs::write(
+        dir.join("main.cu"),
+        "#include \"total.cuh\"\nvoid run(const float *a, float *r, int n) {\n\
+         total<<<4, 32>>>(a, r, n);\n}\n",
+    )
+    .expect("write");
+    let out = run(&["check", "--format", "json", s(&dir.join("total.cu"))]);
+    assert_eq!(
+        verdicts(&out),
+        [("total".to_string(), "racy".to_string())],
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(json(&out)["findings"][0]["confidence"], "definite");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_kernel_file_takes_the_launch_sites_of_a_sibling_that_includes_it() {
+    let dir = temp_dir("includer");
+    std::fs::write(dir.join("total_kernel.cu"), TOTAL).expect("write");
+    std::fs::write(
+        dir.join("total.cu"),
+        "#include \"total_kernel.cu\"\nvoid run(const float *a, float *r, int n) {\n\
+         total<<<1, 64>>>(a, r, n);\n}\n",
+    )
+    .expect("write");
+    let out = run(&["check", "--format", "json", s(&dir.join("total_kernel.cu"))]);
+    assert_eq!(
+        verdicts(&out),
+        [("total".to_string(), "race-free".to_string())],
+        "{}",
+        stderr(&out)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
