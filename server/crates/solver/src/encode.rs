@@ -26,6 +26,9 @@ pub(crate) struct Encoder {
     vars: BTreeMap<String, Expr>,
     /// Translate nonlinear terms as fresh constants (see [`Encoder::linear`]), each term once.
     abstracted: Option<RefCell<HashMap<Term, Int>>>,
+    /// The abstracted products `(a, b, x)` with `x == a * b`, for the facts between two
+    /// products with a common factor (see [`common_factor_facts`]).
+    products: RefCell<Vec<(Int, Int, Int)>>,
     /// Bit-vector names of the non-constant operands of bitwise operators, per (operand, width).
     bit_operands: RefCell<HashMap<(Term, u32), BV>>,
     /// Definitions `name == int2bv(operand)` of those names; asserted next to the query.
@@ -48,6 +51,7 @@ impl Encoder {
         Encoder {
             vars,
             abstracted: None,
+            products: RefCell::new(Vec::new()),
             bit_operands: RefCell::new(HashMap::new()),
             definitions: RefCell::new(Vec::new()),
         }
@@ -352,13 +356,44 @@ impl Encoder {
             let key = Term::Mul(vec![t.clone(), Term::Int(i as i64)].into());
             let a = acc.clone();
             acc = self
-                .abstraction(&key, |x| product_facts(&a, b, x))
+                .abstraction(&key, |x| {
+                    let mut facts = product_facts(&a, b, x);
+                    let mut products = self.products.borrow_mut();
+                    for (a2, b2, x2) in products.iter() {
+                        for (k, p, p2) in [(b, &a, a2), (b, &a, b2), (&a, b, a2), (&a, b, b2)] {
+                            let other = if std::ptr::eq(p2, a2) { b2 } else { a2 };
+                            if *k == *other {
+                                facts.extend(common_factor_facts(k, p, x, p2, x2));
+                            }
+                        }
+                    }
+                    if products.len() < MAX_PRODUCT_PAIRS {
+                        products.push((a.clone(), b.clone(), x.clone()));
+                    }
+                    facts
+                })
                 .unwrap_or_else(|| Int::mul(&[a.clone(), b.clone()]));
         }
         let mut all = constants;
         all.push(acc);
         Int::mul(&all)
     }
+}
+
+/// Products of a linear abstraction compared pairwise for a common factor, at most.
+const MAX_PRODUCT_PAIRS: usize = 64;
+
+/// What holds of `x == p * k` and `x2 == p2 * k` (a common factor `k >= 1`): the products are
+/// at least `k` apart when the other factors differ, and equal when they are equal. It is
+/// what makes `row * w + col` one-to-one for `0 <= col < w` in linear terms.
+fn common_factor_facts(k: &Int, p: &Int, x: &Int, p2: &Int, x2: &Int) -> Vec<Bool> {
+    let one = Int::from_i64(1);
+    let positive = k.ge(&one);
+    vec![
+        Bool::and(&[positive.clone(), p.ge(&(p2 + &one))]).implies(x.ge(&(x2 + k))),
+        Bool::and(&[positive, p2.ge(&(p + &one))]).implies(x2.ge(&(x + k))),
+        p.eq(p2).implies(x.eq(x2)),
+    ]
 }
 
 /// What holds of `x == a * b` in linear terms: its sign from the factors' signs, zero with a

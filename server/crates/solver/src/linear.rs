@@ -130,13 +130,49 @@ mod tests {
     }
 
     #[test]
+    fn rows_of_a_symbolic_width_are_one_to_one() {
+        // `r1 * w + c1 == r2 * w + c2` with both columns in `[0, w)`: only one cell per
+        // (row, column), which the products' common factor `w` shows linearly.
+        let mut a = vec![Term::le(int(1), v("w"))];
+        for (r, c) in [("r1", "c1"), ("r2", "c2")] {
+            a.push(Term::le(int(0), v(r)));
+            a.push(Term::le(int(0), v(c)));
+            a.push(Term::lt(v(c), v("w")));
+        }
+        a.push(Term::eq(
+            add(vec![mul(vec![v("r1"), v("w")]), v("c1")]),
+            add(vec![mul(vec![v("r2"), v("w")]), v("c2")]),
+        ));
+        a.push(Term::or(vec![
+            Term::ne(v("r1"), v("r2")),
+            Term::ne(v("c1"), v("c2")),
+        ]));
+        assert!(linear_unsat(&query(a), &Limits::default()));
+    }
+
+    #[test]
     fn a_race_is_not_decided() {
-        // One distribution: two threads of different strips may meet only if a product
-        // allows it, which the abstraction cannot rule out (and the query is sat: `B = 1`,
-        // one block, two strips... or not: either way not this check's to say).
-        assert!(!linear_unsat(&lattice(3, 3), &Limits::default()));
+        // Two threads of one block on the block's cell `b * w`: they meet.
+        let mut a = vec![Term::le(int(1), v("w"))];
+        for (b, t) in [("b1", "t1"), ("b2", "t2")] {
+            a.push(Term::le(int(0), v(b)));
+            a.extend(range(v(t), 0, 1024));
+        }
+        a.push(Term::eq(v("b1"), v("b2")));
+        a.push(Term::ne(v("t1"), v("t2")));
+        a.push(Term::eq(
+            mul(vec![v("b1"), v("w")]),
+            mul(vec![v("b2"), v("w")]),
+        ));
+        assert!(!linear_unsat(&query(a), &Limits::default()));
         let sat = query(vec![Term::eq(mul(vec![v("x"), v("y")]), int(6))]);
         assert!(!linear_unsat(&sat, &Limits::default()));
+    }
+
+    #[test]
+    fn one_thread_per_cell_of_a_lattice_distribution() {
+        // Both threads on distribution 3: the digits `(b, s, t)` of one cell are one thread's.
+        assert!(linear_unsat(&lattice(3, 3), &Limits::default()));
     }
 
     #[test]
