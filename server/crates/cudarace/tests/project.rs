@@ -401,6 +401,20 @@ const TOTAL: &str = "__global__ void total(const float *a, float *r, int n) {\n\
     if (threadIdx.x == 0) {\n        float s = 0;\n\
         for (int i = 0; i < n; i++) s += a[i];\n        r[0] = s;\n    }\n}\n";
 
+/// `main.cu` beside `total.cu`, launching `total` through its declaration with `blocks`
+/// blocks; the report of checking `total.cu` alone.
+fn total_launched_beside(dir: &Path, blocks: u32) -> Output {
+    std::fs::write(
+        dir.join("main.cu"),
+        format!(
+            "#include \"total.cuh\"\nvoid run(const float *a, float *r, int n) {{\n\
+             total<<<{blocks}, 32>>>(a, r, n);\n}}\n"
+        ),
+    )
+    .expect("write");
+    run(&["check", "--format", "json", s(&dir.join("total.cu"))])
+}
+
 #[test]
 fn without_a_database_a_kernel_takes_the_launch_sites_of_the_files_beside_it() {
     let dir = temp_dir("siblings");
@@ -410,35 +424,19 @@ fn without_a_database_a_kernel_takes_the_launch_sites_of_the_files_beside_it() {
         "__global__ void total(const float *a, float *r, int n);\n",
     )
     .expect("write");
-    // Declared through a header and launched from a sibling, one block.
-    std::fs::write(
-        dir.join("main.cu"),
-        "#include \"total.cuh\"\nvoid run(const float *a, float *r, int n) {\n\
-         total<<<1, 32>>>(a, r, n);\n}\n",
-    )
-    .expect("write");
-    let out = run(&["check", "--format", "json", s(&dir.join("total.cu"))]);
-    assert_eq!(
-        verdicts(&out),
-        [("total".to_string(), "race-free".to_string())],
-        "{}",
-        stderr(&out)
-    );
-    // Launched with four blocks: racy.
-    std::fs::write(
-        dir.join("main.cu"),
-        "#include \"total.cuh\"\nvoid run(const float *a, float *r, int n) {\n\
-         total<<<4, 32>>>(a, r, n);\n}\n",
-    )
-    .expect("write");
-    let out = run(&["check", "--format", "json", s(&dir.join("total.cu"))]);
-    assert_eq!(
-        verdicts(&out),
-        [("total".to_string(), "racy".to_string())],
-        "{}",
-        stderr(&out)
-    );
-    assert_eq!(json(&out)["findings"][0]["confidence"], "definite");
+    // Declared through a header and launched from a sibling: one block, then four.
+    for (blocks, verdict) in [(1, "race-free"), (4, "racy")] {
+        let out = total_launched_beside(&dir, blocks);
+        assert_eq!(
+            verdicts(&out),
+            [("total".to_string(), verdict.to_string())],
+            "{}",
+            stderr(&out)
+        );
+        if blocks > 1 {
+            assert_eq!(json(&out)["findings"][0]["confidence"], "definite");
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
