@@ -46,10 +46,10 @@ impl Siblings {
             .folders
             .entry(folder.clone())
             .or_insert_with(|| read_folder(&folder, max));
-        let this = std::fs::canonicalize(path).ok();
+        // The folder's files are listed from `path`'s own folder: the name tells it apart.
         let launching: Vec<PathBuf> = files
             .iter()
-            .filter(|(p, _)| std::fs::canonicalize(p).ok() != this)
+            .filter(|(p, _)| p.file_name() != path.file_name())
             .filter(|(_, t)| t.contains("<<<") && names.iter().any(|n| t.contains(n.as_str())))
             .map(|(p, _)| p.clone())
             .take(MAX_SIBLINGS)

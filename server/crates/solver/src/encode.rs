@@ -229,9 +229,9 @@ impl Encoder {
             },
             Term::Div(..) | Term::Rem(..) | Term::Mod(..) => {
                 let (a, b) = two(ints(args)?);
-                let abstracted = match b.as_i64() {
-                    Some(_) => None,
-                    None => self.abstraction(t, |x| quotient_facts(t, &a, &b, x)),
+                let abstracted = match self.abstracted.is_some() && b.as_i64().is_none() {
+                    true => self.abstraction(t, |x| quotient_facts(t, &a, &b, x)),
+                    false => None,
                 };
                 match (abstracted, t) {
                     (Some(x), _) => Expr::Int(x),

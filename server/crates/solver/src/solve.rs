@@ -139,6 +139,11 @@ fn solve_inner(
 ) -> Answer {
     let start = Instant::now();
     let budget = Duration::from_millis(limits.timeout_ms.max(1));
+    // Before the query itself is encoded: most pairs it decides need nothing else.
+    if crate::linear::linear_unsat(query, limits) {
+        timer.disarm();
+        return Answer::Unsat;
+    }
     let enc = Encoder::new(&query.vars);
     let mut assertions: Vec<Bool> = match query.assertions.iter().map(|t| enc.bool(t)).collect() {
         Ok(a) => a,
@@ -191,10 +196,6 @@ fn solve_inner(
     // constraints, the assumptions alone. An unsat query costs two checks, as without
     // assumptions. Every check uses a fresh solver object, never push/pop, so that no state
     // leaks between checks or queries.
-    if crate::linear::linear_unsat(query, limits) {
-        timer.disarm();
-        return Answer::Unsat;
-    }
     let answer = match by_cases(query, limits, cancelled, timer, &enc) {
         Some(decided) => {
             timer.disarm();

@@ -501,9 +501,10 @@ pub fn cell_assumptions(
             // A cell past 2^31 - 1: an `int` index computed to reach it overflowed (undefined
             // behaviour), and buffers of more than 2^31 elements are rare. Witnesses that need
             // one (`batch * groups * n` with every factor near `INT_MAX`) are conditional.
+            let wide = wide_indices(kernel, array);
             let below: Vec<Term> = ways
                 .iter()
-                .filter(|_| !wide_indices(kernel, array))
+                .filter(|_| !wide)
                 .filter(|(_, cell)| !cell.is_empty())
                 .map(|(d, cell)| {
                     Term::implies(

@@ -506,33 +506,28 @@ impl<'t> HostEnv<'_, 't> {
             _ => None,
         };
         let args = launch.args.as_deref();
-        let (kernel, template_args, definitions) = match &launch.expanded {
+        let (kernel, template_args, template_list) = match &launch.expanded {
             Some((name, targs)) => (
                 name.clone(),
                 targs
                     .iter()
                     .map(|t| eval_text(t, self, 0).map(SiteValue::Int))
                     .collect(),
-                specializations::reachable_definitions(
-                    self.tables,
-                    name,
-                    None,
-                    self.func_body.and_then(|b| b.parent()),
-                    self.text,
-                ),
+                None,
             ),
             None => (
                 node_text(launch.name, self.text).to_string(),
                 self.arg_values(launch.template_args, launch.grid, launch.block),
-                specializations::reachable_definitions(
-                    self.tables,
-                    node_text(launch.name, self.text),
-                    launch.template_args,
-                    self.func_body.and_then(|b| b.parent()),
-                    self.text,
-                ),
+                launch.template_args,
             ),
         };
+        let definitions = specializations::reachable_definitions(
+            self.tables,
+            &kernel,
+            template_list,
+            self.func_body.and_then(|b| b.parent()),
+            self.text,
+        );
         LaunchSite {
             kernel,
             span: Span::new(file, n.start_byte(), n.end_byte()),

@@ -32,12 +32,7 @@ fn type_param_name<'t>(p: Node<'t>, text: &str) -> Option<String> {
 impl<'a, 't> Lowerer<'a, 't> {
     /// The class a type template parameter of the current function names, if bound.
     pub(crate) fn type_param_class(&self, name: &str) -> Option<String> {
-        let depth = self.frames.len();
-        self.type_params
-            .iter()
-            .rev()
-            .find(|(d, p, _)| *d == depth && p == name)
-            .map(|(_, _, c)| c.clone())
+        current(&self.type_params, self.frames.len(), name).cloned()
     }
 
     /// The classes of the file that template arguments name (in the caller's context).
@@ -105,12 +100,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     /// The type argument's text a type parameter of the current function is bound to, if the
     /// call or the instantiation gave it.
     pub(crate) fn type_param_text(&self, name: &str) -> Option<String> {
-        let depth = self.frames.len();
-        self.type_param_names
-            .iter()
-            .rev()
-            .find(|(d, p, _)| *d == depth && p == name)
-            .and_then(|(_, _, t)| t.clone())
+        current(&self.type_param_names, self.frames.len(), name).and_then(Clone::clone)
     }
 
     /// `T(x)`, `T()` or `T(a, b)` for a type parameter `T`: a conversion or a construction,
@@ -139,11 +129,17 @@ impl<'a, 't> Lowerer<'a, 't> {
 
     /// Whether `name` is a type parameter of the current function.
     pub(crate) fn is_type_param(&self, name: &str) -> bool {
-        let depth = self.frames.len();
-        self.type_param_names
-            .iter()
-            .any(|(d, p, _)| *d == depth && p == name)
+        current(&self.type_param_names, self.frames.len(), name).is_some()
     }
+}
+
+/// What the innermost binding of the type parameter `name` of the function at `depth` holds
+/// (the lists are `(depth, name, what)`, latest last).
+fn current<'x, T>(list: &'x [(usize, String, T)], depth: usize, name: &str) -> Option<&'x T> {
+    list.iter()
+        .rev()
+        .find(|(d, p, _)| *d == depth && p == name)
+        .map(|(_, _, t)| t)
 }
 
 /// The class of a temporary function object the launch passes (`Scale<float>{2.0f}`,
