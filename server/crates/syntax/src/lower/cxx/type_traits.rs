@@ -40,14 +40,14 @@ impl<'a, 't> Lowerer<'a, 't> {
                 let op = self.text(c.child_by_field_name("operator")?);
                 let a = self.trait_value(c.child_by_field_name("left")?);
                 let b = self.trait_value(c.child_by_field_name("right")?);
-                // Decided by the left operand (the right one is then not evaluated), or by both.
-                // An undecided left operand is evaluated whatever the right one says, and may
-                // have effects (`atomicAdd(p, 1) > 0 && is_same<…>`): left to the lowering.
-                match (op.as_str(), a, b) {
-                    ("&&", Some(false), _) => Some(false),
-                    ("&&", Some(true), Some(true)) => Some(true),
-                    ("||", Some(true), _) => Some(true),
-                    ("||", Some(false), Some(false)) => Some(false),
+                // Decided by the left operand (the right one is then not evaluated), or, when
+                // the left one does not decide, by the right one. An undecided left operand is
+                // evaluated whatever the right one says, and may have effects
+                // (`atomicAdd(p, 1) > 0 && is_same<…>`): left to the lowering.
+                match (op.as_str(), a) {
+                    ("&&", Some(false)) => Some(false),
+                    ("||", Some(true)) => Some(true),
+                    ("&&" | "||", Some(_)) => b,
                     _ => None,
                 }
             }
