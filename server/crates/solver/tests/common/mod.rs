@@ -106,3 +106,30 @@ pub fn grid_stride_residue() -> Query {
         &["t1", "t2"],
     )
 }
+
+/// The residue encoding for a launch of 8 blocks of 512 threads, as the checker builds it when
+/// the launch is bound: `(i - (512*b + t)) mod 4096 == 0`, a remainder by a constant.
+pub fn grid_stride_residue_of_a_constant_launch() -> Query {
+    let mut a = vec![];
+    for (b, t) in [("b1", "t1"), ("b2", "t2")] {
+        a.extend(range(v(b), 0, 8));
+        a.extend(range(v(t), 0, 512));
+    }
+    a.push(Term::or(vec![
+        Term::ne(v("b1"), v("b2")),
+        Term::ne(v("t1"), v("t2")),
+    ]));
+    for (b, t, i) in [("b1", "t1", "i"), ("b2", "t2", "i")] {
+        let g = add(vec![v(t), mul(vec![int(512), v(b)])]);
+        a.push(ge(v(i), g.clone()));
+        a.push(Term::eq(
+            Term::Mod(
+                std::sync::Arc::new(Term::Sub(std::sync::Arc::new(v(i)), std::sync::Arc::new(g))),
+                std::sync::Arc::new(int(4096)),
+            ),
+            int(0),
+        ));
+        a.push(Term::lt(v(i), v("n")));
+    }
+    query(&["n", "b1", "t1", "b2", "t2", "i"], a, &["t1", "t2"])
+}
