@@ -293,6 +293,10 @@ impl<'a, 't> Lowerer<'a, 't> {
         if matches!(f.kind(), "primitive_type" | "sized_type_specifier") && args.len() == 1 {
             return Some(self.cast_to(f, args[0]));
         }
+        // `float()`, `int()`: a value-initialized scalar, zero.
+        if matches!(f.kind(), "primitive_type" | "sized_type_specifier") && args.is_empty() {
+            return Some(Val::S(Expr::Int(0)));
+        }
         if f.kind() != "parenthesized_expression" || args.len() != 1 {
             return None;
         }
