@@ -25,7 +25,9 @@
 //! gained and lost); `--from RUN.jsonl` prints the tables of a record instead of running
 //! (`--no-tables` leaves them out, e.g. for just `--compare` or the sample);
 //! `--sample-definite N --seed S` lists N definite findings picked at random, reproducibly, for
-//! triage by hand (`--sample-by-kernel`: at most one per kernel).
+//! triage by hand (`--sample-by-kernel`: at most one per kernel); `--slow-queries DIR` checks the
+//! ten slowest kernels again alone and saves the slowest solver check of each there as SMT-LIB
+//! (the table names them; the slowest is printed).
 
 mod corpus;
 mod gen;
@@ -116,6 +118,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--bin" => a.corpus.bin = Some(PathBuf::from(value()?)),
             "--out" => a.corpus.out = Some(PathBuf::from(value()?)),
+            "--slow-queries" => a.corpus.slow_queries = Some(PathBuf::from(value()?)),
             "--compare" => a.corpus.compare = Some(PathBuf::from(value()?)),
             "--sample-definite" => {
                 a.corpus.sample_definite = Some(
@@ -133,7 +136,7 @@ fn parse_args() -> Result<Args, String> {
                      [--lsp-file REAL.cu] [--size-limit SECONDS (120)]\n\
                      bench --write-project DIR   (writes the generated project of section e)\n\
                      bench --corpus DIR [--jobs N (2)] [--file-timeout SECONDS (60)] [--bin PATH] \
-                     [--out RUN.jsonl] [--compare OLD.jsonl] [--sample-definite N --seed S [--sample-by-kernel]] [--no-tables]\n\
+                     [--out RUN.jsonl] [--compare OLD.jsonl] [--slow-queries DIR] [--sample-definite N --seed S [--sample-by-kernel]] [--no-tables]\n\
                      bench --from RUN.jsonl [--compare OLD.jsonl] [--sample-definite N --seed S] [--no-tables]"
                 );
                 std::process::exit(0);

@@ -31,6 +31,7 @@ mod process;
 mod reasons;
 mod record;
 mod sample;
+mod slow_queries;
 mod tables;
 #[cfg(test)]
 mod tests;
@@ -46,6 +47,8 @@ pub use tables::*;
 const VERDICTS: [&str; 5] = ["race-free", "racy", "divergent", "unknown", "unsupported"];
 /// The confidences in the order the tables show them; others follow.
 const CONFIDENCES: [&str; 2] = ["definite", "possible"];
+/// How many lines of the slowest query the report prints (the whole query is in its file).
+const SLOWEST_QUERY_LINES: usize = 150;
 /// How many characters of a crashed or timed-out process's stderr a record keeps.
 const STDERR_TAIL: usize = 2000;
 /// Finding fields left out of the record (large, and not needed to compare runs).
@@ -65,6 +68,8 @@ pub struct Options {
     pub no_tables: bool,
     /// Sample at most one definite finding per kernel.
     pub sample_by_kernel: bool,
+    /// Where the slowest query of each of the slowest kernels is saved (see [`slow_queries`]).
+    pub slow_queries: Option<PathBuf>,
 }
 
 impl Options {
@@ -163,6 +168,8 @@ fn tool_version(bin: &Path) -> String {
 /// The corpus mode: run (or load) the records, print the tables, the comparison and the sample.
 pub fn run(opts: &Options, bin: impl FnOnce() -> Option<PathBuf>) -> Result<(), String> {
     let mut out = String::new();
+    // The binary the corpus was run with (for `--slow-queries`).
+    let mut ran_with: Option<PathBuf> = None;
     let records = if let Some(dir) = &opts.dir {
         let bin = opts
             .bin
@@ -196,6 +203,7 @@ pub fn run(opts: &Options, bin: impl FnOnce() -> Option<PathBuf>) -> Result<(), 
             wall / 60.0,
             wall
         );
+        ran_with = Some(bin);
         records
     } else if let Some(from) = &opts.from {
         let records = read_jsonl(from)?;
@@ -212,6 +220,14 @@ pub fn run(opts: &Options, bin: impl FnOnce() -> Option<PathBuf>) -> Result<(), 
     let stats = Stats::of(&records);
     if !opts.no_tables {
         stats.render(&mut out);
+    }
+    if let (Some(save), Some(bin), Some(dir)) = (&opts.slow_queries, &ran_with, &opts.dir) {
+        eprintln!(
+            "bench: checking the {} slowest kernels again",
+            stats.slowest.len()
+        );
+        let found = slow_queries::find(bin, dir, &stats.slowest, save);
+        slow_queries::render(&found, SLOWEST_QUERY_LINES, &mut out);
     }
     if let Some(old_path) = &opts.compare {
         let old = read_jsonl(old_path)?;

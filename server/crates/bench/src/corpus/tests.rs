@@ -1,3 +1,4 @@
+use super::slow_queries::{parse_dump, slowest_dump};
 use super::*;
 
 #[test]
@@ -179,4 +180,45 @@ fn comparison_and_sample() {
     assert_eq!(per_kernel.len(), 10);
     assert_eq!(per_kernel, sample_definite(&two, 40, 3, true));
     assert_eq!(Stats::of(&two).definite_by_kernel.len(), 10);
+}
+
+#[test]
+fn a_dumped_check_gives_its_time_engine_and_answer() {
+    let text = "; cudarace slow check: 2003 ms, engine Fast, answer Unknown\n(declare-fun x () Int)\n(check-sat)\n";
+    let q = parse_dump(text).expect("a dump");
+    assert_eq!(
+        (q.ms, q.engine.as_str(), q.answer.as_str()),
+        (2003, "Fast", "Unknown")
+    );
+    assert_eq!(q.text, text);
+    assert_eq!(parse_dump("(check-sat)\n"), None);
+    assert_eq!(
+        parse_dump("; cudarace slow check: many ms, engine Fast, answer Sat\n"),
+        None
+    );
+}
+
+#[test]
+fn the_slowest_dump_of_a_folder_is_kept() {
+    let dir = std::env::temp_dir().join(format!("cudarace-bench-dumps-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let dump = |name: &str, ms: u64, answer: &str| {
+        let text =
+            format!("; cudarace slow check: {ms} ms, engine Full, answer {answer}\n(check-sat)\n");
+        std::fs::write(dir.join(name), text).unwrap();
+    };
+    dump("000120ms-a.smt2", 120, "Sat");
+    dump("002004ms-b.smt2", 2004, "Unknown");
+    dump("000700ms-c.smt2", 700, "Unsat");
+    std::fs::write(
+        dir.join("notes.txt"),
+        "; cudarace slow check: 9999 ms, engine Full, answer Sat\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("broken.smt2"), "not a dump").unwrap();
+    let q = slowest_dump(&dir).expect("a dump");
+    assert_eq!((q.ms, q.answer.as_str()), (2004, "Unknown"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(slowest_dump(&dir), None);
 }
