@@ -113,38 +113,6 @@ fn mod_is_the_non_negative_smt_modulo() {
     assert_eq!(eval_binary(Term::Mod, 7, 3), 1);
 }
 
-/// `/`, `%` and `mod` by a numeral divisor: C truncation and the SMT-LIB modulo on every sign.
-#[test]
-fn division_by_a_constant_follows_c_truncation() {
-    use std::sync::Arc;
-    for (a, b) in [
-        (7, 2),
-        (-7, 2),
-        (7, -2),
-        (-7, -2),
-        (6, 3),
-        (-6, -3),
-        (0, -5),
-        (-1, 7),
-    ] {
-        let op = |f: fn(Arc<Term>, Arc<Term>) -> Term| f(Arc::new(v("a")), Arc::new(int(b)));
-        let q = query(
-            &["a", "q", "r", "m"],
-            vec![
-                Term::eq(v("a"), int(a)),
-                Term::eq(v("q"), op(Term::Div)),
-                Term::eq(v("r"), op(Term::Rem)),
-                Term::eq(v("m"), op(Term::Mod)),
-            ],
-            &["q", "r", "m"],
-        );
-        let got = sat_values(solve(&q, &Limits::default()));
-        assert_eq!(got["q"], a / b, "{a} / {b}");
-        assert_eq!(got["r"], a % b, "{a} % {b}");
-        assert_eq!(got["m"], a.rem_euclid(b), "{a} mod {b}");
-    }
-}
-
 /// The residue of a grid-stride loop of a bound launch, `(i - gid) mod 4096 == 0`: the fast
 /// engine (the `smt` tactic) finds no answer within its rlimit share in the whole time budget,
 /// the full engine decides it at once. The fast engine's checks are cut at a share of the
