@@ -1090,11 +1090,49 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
     })
 }
 
-fn describe_item(item: &Item) -> String {
-    match item {
-        Item::Race { array, .. } => format!("a pair of accesses to `{array}`"),
-        Item::Divergence { barrier, .. } => format!("the divergence of a {barrier}"),
+/// [`describe_item`] for `n` items of the same kind and array ("3 pairs of accesses to `a`").
+fn describe_items(item: &Item, n: usize) -> String {
+    match (item, n) {
+        (Item::Race { array, .. }, 1) => format!("a pair of accesses to `{array}`"),
+        (Item::Race { array, .. }, n) => format!("{n} pairs of accesses to `{array}`"),
+        (Item::Divergence { barrier, .. }, 1) => format!("the divergence of a {barrier}"),
+        (Item::Divergence { barrier, .. }, n) => {
+            format!("the divergence of {n} calls to {barrier}")
+        }
     }
+}
+
+/// The undecided items of a kernel, one line per kind of item, array and reason, in the order
+/// of their first item: a kernel of 600 pairs that ran out of time says so once, with the count,
+/// not 600 times (the reason is shown in hovers and diagnostics).
+fn undecided_notes(undecided: &[(&Item, Option<&str>)]) -> Vec<String> {
+    let mut groups: Vec<(&Item, Option<&str>, usize)> = Vec::new();
+    for &(item, reason) in undecided {
+        let same = |(other, r, _): &&mut (&Item, Option<&str>, usize)| {
+            *r == reason
+                && match (item, other) {
+                    (Item::Race { array: a, .. }, Item::Race { array: b, .. }) => a == b,
+                    (Item::Divergence { barrier: a, .. }, Item::Divergence { barrier: b, .. }) => {
+                        a == b
+                    }
+                    _ => false,
+                }
+        };
+        match groups.iter_mut().find(same) {
+            Some(g) => g.2 += 1,
+            None => groups.push((item, reason, 1)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(item, reason, n)| match reason {
+            None => format!("no answer for {}", describe_items(item, n)),
+            Some(r) => format!(
+                "the solver could not decide {} ({r})",
+                describe_items(item, n)
+            ),
+        })
+        .collect()
 }
 
 /// Turn the answers (one per query, in order) into the kernel's report.
@@ -1116,7 +1154,8 @@ pub fn finish_kernel(plan: &KernelPlan, answers: Vec<Answer>, time_ms: f64) -> K
         report.reason = Some(why.clone());
         return report;
     }
-    let mut unknowns: Vec<String> = Vec::new();
+    // Items without a verdict and the solver's reason (`None`: no answer at all).
+    let mut undecided: Vec<(&Item, Option<&str>)> = Vec::new();
     // Races found, and among them those an unmodelled call between the accesses could prevent.
     let (mut races_found, mut preventable) = (0usize, 0usize);
     for (i, item) in meta.items.iter().enumerate() {
@@ -1135,13 +1174,11 @@ pub fn finish_kernel(plan: &KernelPlan, answers: Vec<Answer>, time_ms: f64) -> K
                 report.findings.extend(f);
             }
             Some(Answer::Unsat) => {}
-            Some(Answer::Unknown(r)) => unknowns.push(format!(
-                "the solver could not decide {} ({r})",
-                describe_item(item)
-            )),
-            None => unknowns.push(format!("no answer for {}", describe_item(item))),
+            Some(Answer::Unknown(r)) => undecided.push((item, Some(r.as_str()))),
+            None => undecided.push((item, None)),
         }
     }
+    let unknowns = undecided_notes(&undecided);
     let races = report
         .findings
         .iter()

@@ -997,6 +997,40 @@ fn solver_unknown_is_never_race_free() {
 }
 
 #[test]
+fn undecided_pairs_of_one_array_are_counted_once_in_the_reason() {
+    // Four accesses to `s`, three to `t`: several pairs each, all left undecided.
+    let mut kb = KB::new("many");
+    let s = kb.shared("s", &[512]);
+    let t = kb.shared("t", &[512]);
+    let mut body = Vec::new();
+    for k in 0..4 {
+        body.push(kb.wr(s, vec![plus(times(n(4), tid()), n(k))], 1 + k as u32));
+    }
+    for k in 0..3 {
+        body.push(kb.wr(t, vec![plus(times(n(3), tid()), n(k))], 10 + k as u32));
+    }
+    let k = kb.body(body);
+    let plan = plan_kernel(&file(), &k, &CheckOptions::default());
+    let queries = plan.queries.len();
+    assert!(queries >= 4, "{queries}");
+    let mut answers: Vec<Answer> = (0..queries)
+        .map(|_| Answer::Unknown("timeout".into()))
+        .collect();
+    answers.pop();
+    let r = finish_kernel(&plan, answers, 0.0);
+    assert_verdict(&r, Verdict::Unknown);
+    let why = r.reason.unwrap_or_default();
+    // One note per array and reason, with the number of pairs; the last pair got no answer.
+    assert_eq!(why.matches("could not decide").count(), 2, "{why}");
+    assert!(why.contains("pairs of accesses to `s` (timeout)"), "{why}");
+    assert!(why.contains("pairs of accesses to `t` (timeout)"), "{why}");
+    assert!(
+        why.contains("no answer for a pair of accesses to `t`"),
+        "{why}"
+    );
+}
+
+#[test]
 fn missing_answers_are_unknown_too() {
     let plan = plan_kernel(&file(), &neighbour(false), &CheckOptions::default());
     assert!(!plan.queries.is_empty());

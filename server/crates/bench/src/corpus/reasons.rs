@@ -84,7 +84,11 @@ pub(super) const CONTINUATIONS: [&str; 4] = ["it ", "so ", "which ", "that "];
 pub fn reason_classes(reason: &str) -> BTreeMap<String, String> {
     let mut classes = BTreeMap::new();
     for part in split_reason(reason) {
-        let class = normalise_reason_part(part);
+        // One undecided item is the singular of a counted group ("a pair of accesses" and
+        // "N pairs of accesses"): one class.
+        let class = normalise_reason_part(part)
+            .replace("decide a pair of accesses", "decide N pairs of accesses")
+            .replace("the divergence of a ", "the divergence of N calls to ");
         if !class.is_empty() {
             classes.entry(class).or_insert_with(|| part.to_string());
         }

@@ -35,6 +35,20 @@ fn reasons_lose_names_and_numbers() {
     assert!(classes.values().next().unwrap().starts_with("`data0`"));
 }
 
+#[test]
+fn one_undecided_pair_and_a_counted_group_are_one_class() {
+    let one = "the solver could not decide a pair of accesses to `s` (timeout)";
+    let many = "the solver could not decide 12 pairs of accesses to `t` (timeout)";
+    let classes = reason_classes(&format!("{one}; {many}"));
+    assert_eq!(
+        classes.keys().collect::<Vec<_>>(),
+        vec!["the solver could not decide N pairs of accesses to `…` (timeout)"]
+    );
+    let one = "the solver could not decide the divergence of a __syncthreads() (timeout)";
+    let many = "the solver could not decide the divergence of 2 calls to __syncthreads() (timeout)";
+    assert_eq!(reason_classes(&format!("{one}; {many}")).len(), 1);
+}
+
 fn report_a() -> &'static str {
     r#"{"version": 1,
         "kernels": [
