@@ -10,6 +10,7 @@ pub mod launch_index;
 pub mod layers;
 pub mod render;
 mod report;
+pub mod siblings;
 pub mod suppress;
 pub mod system_includes;
 

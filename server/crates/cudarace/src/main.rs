@@ -2,7 +2,6 @@
 
 mod args;
 mod project;
-mod siblings;
 
 use args::{CheckArgs, Cli, ColorChoice, Command, Format};
 use clap::Parser;
@@ -287,7 +286,7 @@ fn check(args: CheckArgs) -> u8 {
         }
     }
     // Files no database covers: the launch sites of the `.cu` files beside them.
-    let mut siblings = siblings::Siblings::default();
+    let mut siblings = cudarace_analysis::siblings::Siblings::default();
     for (path, opts) in work.iter_mut() {
         if opts.launch_index.is_none() {
             if let Some(index) = siblings.index(path, opts) {

@@ -16,6 +16,7 @@ pub mod project;
 pub mod scheduler;
 pub mod server;
 pub mod settings;
+pub mod siblings;
 pub mod stats;
 pub mod transport;
 

@@ -59,6 +59,12 @@ pub enum ProjectEvent {
         unit: usize,
         sites: UnitSites,
     },
+    /// The sites of the files beside a document no database covers (see [`crate::siblings`]).
+    SiblingsRead {
+        path: PathBuf,
+        generation: u64,
+        index: Option<Arc<LaunchIndex>>,
+    },
 }
 
 struct Project {
@@ -225,6 +231,8 @@ impl Projects {
                 p.index = Some(Arc::new(LaunchIndex::from_units(units.clone())));
                 Some(db)
             }
+            // Not a database's: see `crate::siblings`.
+            ProjectEvent::SiblingsRead { .. } => None,
         }
     }
 }

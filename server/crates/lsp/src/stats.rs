@@ -62,6 +62,9 @@ pub struct DocumentStats {
     pub server_index_builds: usize,
     /// Units of a launch index read again after a save, since the server started.
     pub server_index_unit_reads: usize,
+    /// Reads of the launch sites beside a document no database covers (see
+    /// [`crate::siblings`]), since the server started; edits never read them.
+    pub server_sibling_reads: usize,
     /// Headers read from disk by checks since the server started (edits of a file do not read
     /// its headers again; see `cudarace_syntax::HeaderCache`).
     pub server_header_reads: usize,

@@ -59,8 +59,9 @@ impl State {
 
     /// The options of a document at `path` checked with `config`: the settings', the flags of
     /// its compilation database, and that database's launch index when it is built (the first
-    /// call starts building it in the background; see [`crate::project`]). Also returns the
-    /// database's path.
+    /// call starts building it in the background; see [`crate::project`]); without a database,
+    /// the launch sites of the files beside it once read ([`crate::siblings`]). Also returns
+    /// the database's path.
     pub(super) fn options_for(
         &mut self,
         path: Option<&Path>,
@@ -71,6 +72,11 @@ impl State {
         let explicit = self.settings.compile_commands.clone();
         let Some(db) = path.and_then(|p| self.databases.database(explicit.as_deref(), config, p))
         else {
+            // No database: the launch sites of the `.cu` files beside it, as on the command line.
+            if let Some(path) = path {
+                let spawn = self.project_spawner();
+                options.launch_index = self.siblings.index_for(path, &options, &spawn);
+            }
             return (options, None);
         };
         let spawn = self.project_spawner();

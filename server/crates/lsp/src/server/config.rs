@@ -65,6 +65,7 @@ impl State {
             }
         }
         self.projects.clear();
+        self.siblings.clear();
         let uris: Vec<Uri> = self.docs.keys().cloned().collect();
         for uri in uris {
             self.start_job(&uri).await;
@@ -162,6 +163,7 @@ impl State {
                 if changed {
                     // Units are read with the settings' flags: build the indexes again.
                     self.projects.clear();
+                    self.siblings.clear();
                 }
                 self.settings = settings;
                 changed

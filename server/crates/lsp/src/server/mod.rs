@@ -28,6 +28,7 @@ use crate::pipeline::{assess, Config, ConfigError, Options, CONFIG_FILE_NAME};
 use crate::project::{ProjectEvent, Projects};
 use crate::scheduler::{run_check, CheckEvent, CheckInput, CheckTotals, Engine};
 use crate::settings::Settings;
+use crate::siblings::SiblingIndexes;
 use crate::stats::{DocumentStats, RunningTotals, StatsParams};
 use cudarace_ir::{Barrier, BarrierKind, FindingKind, KernelReport, SourceFile, Span};
 use futures::future::FutureExt;
@@ -261,6 +262,7 @@ struct State {
     databases: cudarace_analysis::db_cache::DbCache,
     /// The launch index of each database in use (see [`crate::project`]).
     projects: Projects,
+    siblings: SiblingIndexes,
     /// Headers read and parsed so far, shared by every check (edits do not read them again).
     headers: Arc<cudarace_syntax::HeaderCache>,
     /// Configuration files read so far (cleared when one changes on disk).
@@ -286,6 +288,7 @@ impl State {
             watch_supported: false,
             databases: Default::default(),
             projects: Projects::default(),
+            siblings: SiblingIndexes::default(),
             headers: cudarace_syntax::HeaderCache::new(),
             configs: HashMap::new(),
             config_diagnostics: HashMap::new(),
@@ -327,6 +330,25 @@ impl State {
                 if let Some(path) = p.text_document.uri.to_file_path() {
                     let spawn = self.project_spawner();
                     self.projects.saved(&path, &spawn);
+                    self.siblings.saved(&path, &spawn);
+                }
+            }
+            Msg::Project(ProjectEvent::SiblingsRead {
+                path,
+                generation,
+                index,
+            }) => {
+                let spawn = self.project_spawner();
+                if self.siblings.finished(&path, generation, index, &spawn) {
+                    let uris: Vec<Uri> = self
+                        .docs
+                        .iter()
+                        .filter(|(_, d)| d.project.is_none() && d.path.as_deref() == Some(&*path))
+                        .map(|(u, _)| u.clone())
+                        .collect();
+                    for uri in uris {
+                        self.start_job(&uri).await;
+                    }
                 }
             }
             Msg::Project(event) => {
@@ -354,7 +376,14 @@ impl State {
             Msg::Stats(uri, reply) => {
                 let _ = reply.send(self.docs.get(&uri).map(|d| {
                     (
-                        stats_of(&uri, d, &self.engine, &self.projects, &self.headers),
+                        stats_of(
+                            &uri,
+                            d,
+                            &self.engine,
+                            &self.projects,
+                            &self.siblings,
+                            &self.headers,
+                        ),
                         d.job.as_ref().map(|j| j.generation),
                         d.done.subscribe(),
                     )
@@ -394,6 +423,7 @@ fn stats_of(
     d: &DocState,
     engine: &Engine,
     projects: &Projects,
+    siblings: &SiblingIndexes,
     headers: &cudarace_syntax::HeaderCache,
 ) -> DocumentStats {
     DocumentStats {
@@ -407,6 +437,7 @@ fn stats_of(
         server_queries_submitted: engine.inflight.submitted(),
         server_index_builds: projects.builds(),
         server_index_unit_reads: projects.unit_reads(),
+        server_sibling_reads: siblings.reads(),
         server_header_reads: headers.reads(),
         server_header_parses: headers.parses(),
     }

@@ -9,8 +9,8 @@
 //! checked file's kernels and holds a `<<<` are read by the front end (at most
 //! [`MAX_SIBLINGS`] per file), and each folder is listed and read once per run.
 
-use cudarace_analysis::launch_index::{unit_sites, LaunchIndex, UnitSites};
-use cudarace_analysis::Options;
+use crate::launch_index::{unit_sites, LaunchIndex, UnitSites};
+use crate::Options;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -33,7 +33,7 @@ impl Siblings {
     /// none does.
     pub fn index(&mut self, path: &Path, opts: &Options) -> Option<LaunchIndex> {
         let max = opts.budget.max_file_bytes;
-        let text = cudarace_analysis::read_source(path, max).ok()?;
+        let text = crate::read_source(path, max).ok()?;
         let names = kernel_names(&text);
         if names.is_empty() {
             return None;
@@ -88,7 +88,7 @@ fn read_folder(folder: &Path, max_bytes: u64) -> Vec<(PathBuf, String)> {
     paths
         .into_iter()
         .filter_map(|p| {
-            let text = cudarace_analysis::read_source(&p, max_bytes).ok()?;
+            let text = crate::read_source(&p, max_bytes).ok()?;
             Some((p, text))
         })
         .collect()
