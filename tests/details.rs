@@ -546,6 +546,33 @@ fn preconditions_from_the_catalogue_are_stated() {
 }
 
 #[test]
+fn no_precondition_that_removes_an_access_instead_of_the_race() {
+    // `start >= finish` makes the race go away only because no thread then runs the guarded
+    // code (`start <= n < finish`): advice that empties the kernel is none, and the code
+    // action would insert it.
+    let src = "__global__ void shift_range(float *d, int start, int finish, int np) {\n    int n = blockIdx.x * blockDim.x + threadIdx.x + start;\n    if (n < finish) {\n        float v = d[n];\n        d[np + n] = v;\n    }\n}\n";
+    let report = analyze_source(None, src, &Options::default(), pool());
+    let k = &report.kernels[0];
+    assert_eq!(k.verdict, Verdict::Racy, "{k:#?}");
+    assert!(
+        k.findings
+            .iter()
+            .all(|f| f.precondition.as_deref() != Some("start >= finish")),
+        "{k:#?}"
+    );
+    // A relation that keeps both accesses is still stated.
+    let src = "__global__ void shift_all(float *d, int finish, int np) {\n    int n = blockIdx.x * blockDim.x + threadIdx.x;\n    if (n < finish) {\n        float v = d[n];\n        d[np + n] = v;\n    }\n}\n";
+    let report = analyze_source(None, src, &Options::default(), pool());
+    let k = &report.kernels[0];
+    assert!(
+        k.findings
+            .iter()
+            .any(|f| f.precondition.as_deref() == Some("np >= finish")),
+        "{k:#?}"
+    );
+}
+
+#[test]
 fn no_precondition_on_a_parameter_the_launch_fixes() {
     // The launch passes n = 1 << 20: "race-free if n == blockDim.x" would contradict it (the
     // race query with it is unsat only because n cannot be 256 there).

@@ -232,6 +232,18 @@ impl<'a> Encoder<'a> {
         (and(parts), cell)
     }
 
+    /// What one side of a pair needs to execute, for thread `th` (`'A'`: the pair's first
+    /// access, `'B'`: its second): its guard and the conditions of the interval's path, named
+    /// as in [`Encoder::race_core`]. A precondition under which this is unsatisfiable removes
+    /// the side's code, not the race (see `Query::reach`).
+    pub fn side_reach(&self, scope: Scope, m: &AccessPair, th: char) -> Term {
+        let r = |t: &Term| rename(scope, th, t);
+        let guard = if th == 'A' { &m.a.guard } else { &m.b.guard };
+        let mut parts = vec![logical_bits(&r(guard))];
+        parts.extend(m.conds.iter().map(|c| logical_bits(&r(c))));
+        and(parts)
+    }
+
     /// Facts about values known to differ (see [`crate::protocol::DistinctVar`]) among the
     /// renamed variables of `terms`: two tickets taken from the same counter cell differ (a
     /// shared counter is one per block, so only within a block); two threads' per-thread
@@ -587,6 +599,8 @@ impl<'a> Encoder<'a> {
                 assumptions: vec![],
                 fallback_assumptions: vec![],
                 preconditions: vec![],
+                reach: vec![],
+                reach_base: 0,
                 probes,
                 report,
             },

@@ -632,6 +632,13 @@ pub fn plan_kernel_until(
             &ways,
             &opts.assumptions,
         ));
+        // What each side needs to execute (for the precondition search), renamed like the
+        // query, before the assumptions.
+        let reach_start = extra.len();
+        if let Some((scope, m)) = ms.first() {
+            extra.push(enc.side_reach(*scope, m, 'A'));
+            extra.push(enc.side_reach(*scope, m, 'B'));
+        }
         let extra_len = extra.len();
         extra.extend(pair_assumptions.iter().map(|a| a.term.clone()));
         let encode::Finished {
@@ -641,6 +648,7 @@ pub fn plan_kernel_until(
             unknowns,
         } = enc.finish_full(vec![terms::or(disjuncts)], extra);
         let renamed_assumptions: Vec<Term> = extra.split_off(extra_len.min(extra.len()));
+        let reach: Vec<Term> = extra.split_off(reach_start.min(extra.len()));
         // Candidate preconditions for a race that depends on no unknown value (a possible one
         // would not be removed by a relation between parameters).
         let mut preconditions = Vec::new();
@@ -652,6 +660,11 @@ pub fn plan_kernel_until(
             for (t, pre) in assumptions::precondition_candidates(kernel, &q.vars, &free) {
                 q.preconditions.push(t);
                 preconditions.push(pre);
+            }
+            if !q.preconditions.is_empty() {
+                // The race formula is the last assertion; the ranges and facts come first.
+                q.reach_base = q.assertions.len().saturating_sub(1);
+                q.reach = reach;
             }
         }
         // Only assumptions about values the query has (a parameter the pair never mentions

@@ -528,6 +528,8 @@ mod tests {
             assumptions: vec![],
             fallback_assumptions: vec![],
             preconditions: vec![],
+            reach: vec![],
+            reach_base: 0,
             probes: vec![],
             report: vec!["x".to_string()],
         };

@@ -518,11 +518,37 @@ fn first_precondition(
         let started = Instant::now();
         let result = solver.check();
         dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
-        if result == SatResult::Unsat {
+        if result == SatResult::Unsat && !removes_a_side(query, t, limits, share, enc) {
             return Some(i);
         }
     }
     None
+}
+
+/// Whether under the precondition `t` one side of the pair can never execute (its
+/// [`Query::reach`] is unsat with `t` and the query's first [`Query::reach_base`] assertions):
+/// the precondition then removes the race by removing the code, which is no advice. An
+/// undecided check counts as "no" (the precondition is kept, as before this check existed).
+fn removes_a_side(query: &Query, t: &Term, limits: &Limits, share: u64, enc: &Encoder) -> bool {
+    let base = query.assertions.get(..query.reach_base).unwrap_or(&[]);
+    for side in &query.reach {
+        let encoded: Result<Vec<Bool>, _> =
+            base.iter().chain([t, side]).map(|x| enc.bool(x)).collect();
+        let Ok(encoded) = encoded else { return false };
+        let defs = enc.take_definitions();
+        let solver = Engine::Fast.solver();
+        set_rlimit(&solver, (limits.rlimit / share).min(FAST_RLIMIT_CAP));
+        for a in defs.iter().chain(&encoded) {
+            solver.assert(a);
+        }
+        let started = Instant::now();
+        let result = solver.check();
+        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
+        if result == SatResult::Unsat {
+            return true;
+        }
+    }
+    false
 }
 
 /// The checks of [`solve_inner`] over the two engines (see the comment inside).

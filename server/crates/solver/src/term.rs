@@ -367,6 +367,14 @@ pub struct Query {
     /// as an extra assertion under a small budget, and the answer's model names the first under
     /// which the query is unsat ([`PRECONDITION_KEY`] → its index). Never changes the answer.
     pub preconditions: Vec<Term>,
+    /// What each side of the pair needs to execute (its thread's guard): a precondition under
+    /// which one of them is unsatisfiable, together with the first [`Query::reach_base`]
+    /// assertions, removes the race only by removing the code (`start >= finish` over
+    /// `start <= i < finish`) and is not named.
+    pub reach: Vec<Term>,
+    /// How many of the first `assertions` hold for any two threads (ranges and launch facts,
+    /// not the race): the context of the [`Query::reach`] checks.
+    pub reach_base: usize,
     /// Concrete values to try first for a nonlinear query (e.g. every size parameter `== 2`):
     /// each set is asserted with the assumptions on a small budget before the normal checks,
     /// and a model found is the answer (it is a model of the query that satisfies every
@@ -389,6 +397,8 @@ impl Query {
             assumptions: vec![],
             fallback_assumptions: vec![],
             preconditions: vec![],
+            reach: vec![],
+            reach_base: 0,
             probes: vec![],
             report: vec![],
         }
