@@ -570,6 +570,17 @@ fn no_precondition_that_removes_an_access_instead_of_the_race() {
             .any(|f| f.precondition.as_deref() == Some("np >= finish")),
         "{k:#?}"
     );
+    // A relation that removes only a later iteration of a loop (the next row's write against
+    // this row's read, no barrier at the loop's end) keeps the code: it is stated.
+    let src = "__global__ void rows_in_smem(const float *in, float *out, int rows) {\n    __shared__ float buf[256];\n    for (int row = blockIdx.x; row < rows; row += gridDim.x) {\n        buf[threadIdx.x] = in[row * 256 + threadIdx.x];\n        __syncthreads();\n        out[row * 256 + threadIdx.x] = buf[255 - threadIdx.x];\n    }\n}\n";
+    let report = analyze_source(None, src, &Options::default(), pool());
+    let k = &report.kernels[0];
+    assert!(
+        k.findings
+            .iter()
+            .any(|f| f.precondition.as_deref() == Some("rows == gridDim.x")),
+        "{k:#?}"
+    );
 }
 
 #[test]

@@ -232,16 +232,18 @@ impl<'a> Encoder<'a> {
         (and(parts), cell)
     }
 
-    /// What one side of a pair needs to execute, for thread `th` (`'A'`: the pair's first
-    /// access, `'B'`: its second): its guard and the conditions of the interval's path, named
-    /// as in [`Encoder::race_core`]. A precondition under which this is unsatisfiable removes
-    /// the side's code, not the race (see `Query::reach`).
+    /// What one side of a pair needs to execute at all, for thread `th` (`'A'`: the pair's
+    /// first access, `'B'`: its second): the path condition of the access's code (every
+    /// iteration of its loops), not of the aligned instance (a later iteration), named as in
+    /// [`Encoder::race_core`]. A precondition under which this is unsatisfiable removes the
+    /// code, not the race (see `Query::reach`); `rows == gridDim.x` that only removes the
+    /// second iteration of a grid-stride loop is a precondition worth stating.
     pub fn side_reach(&self, scope: Scope, m: &AccessPair, th: char) -> Term {
-        let r = |t: &Term| rename(scope, th, t);
-        let guard = if th == 'A' { &m.a.guard } else { &m.b.guard };
-        let mut parts = vec![logical_bits(&r(guard))];
-        parts.extend(m.conds.iter().map(|c| logical_bits(&r(c))));
-        and(parts)
+        let acc = if th == 'A' { m.a.acc } else { m.b.acc };
+        match self.p.accs.get(acc) {
+            Some(a) => logical_bits(&rename(scope, th, &a.guard)),
+            None => Term::Bool(true),
+        }
     }
 
     /// Facts about values known to differ (see [`crate::protocol::DistinctVar`]) among the
