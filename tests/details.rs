@@ -560,6 +560,17 @@ fn no_precondition_that_removes_an_access_instead_of_the_race() {
             .all(|f| f.precondition.as_deref() != Some("start >= finish")),
         "{k:#?}"
     );
+    // Nor one that empties the loop around the accesses (`lo >= hi` over `lo <= j < hi`).
+    let src = "__global__ void loop_range(float *out, unsigned lo, unsigned hi) {\n    __shared__ float t;\n    for (unsigned j = lo; j < hi; j++) {\n        t = j;\n        out[threadIdx.x] = t;\n    }\n}\n";
+    let report = analyze_source(None, src, &Options::default(), pool());
+    let k = &report.kernels[0];
+    assert_eq!(k.verdict, Verdict::Racy, "{k:#?}");
+    assert!(
+        k.findings
+            .iter()
+            .all(|f| f.precondition.as_deref() != Some("lo >= hi")),
+        "{k:#?}"
+    );
     // A relation that keeps both accesses is still stated.
     let src = "__global__ void shift_all(float *d, int finish, int np) {\n    int n = blockIdx.x * blockDim.x + threadIdx.x;\n    if (n < finish) {\n        float v = d[n];\n        d[np + n] = v;\n    }\n}\n";
     let report = analyze_source(None, src, &Options::default(), pool());

@@ -664,7 +664,22 @@ pub fn plan_kernel_until(
             if !q.preconditions.is_empty() {
                 // The race formula is the last assertion; the ranges and facts come first.
                 q.reach_base = q.assertions.len().saturating_sub(1);
-                q.reach = reach;
+                // The code's own values the query does not have (a loop's counter, which the
+                // aligned instances name per thread and iteration) are free values of that
+                // side: `lo <= j < hi` asks for some iteration.
+                for (side, t) in ['A', 'B'].into_iter().zip(reach) {
+                    let t = terms::map_vars(&t, &mut |x| {
+                        if q.vars.contains_key(x) {
+                            return None;
+                        }
+                        let name = format!("{side}.reach.{x}");
+                        q.vars
+                            .entry(name.clone())
+                            .or_insert(cudarace_solver::Sort::Int);
+                        Some(Term::Var(name.into()))
+                    });
+                    q.reach.push(t);
+                }
             }
         }
         // Only assumptions about values the query has (a parameter the pair never mentions
