@@ -354,16 +354,30 @@ impl<'t> HostEnv<'_, 't> {
     }
 
     /// [`HostEnv::list_values`] for the "parameters" of a `dim3 b(TILE, rows)` misparsed as a
-    /// function declaration (see [`HostEnv::dim3_params`]): constants, or locals' values.
+    /// function declaration (see [`HostEnv::dim3_params`]): constants, or locals' values; an
+    /// item the file does not fix (`dim3 grid(n, b, heads)` with `n` a parameter) is
+    /// [`ANY_SIZE`], and the others still bind, as in a constructor call.
     pub(super) fn param_values(&self, params: Node<'t>) -> Option<[Vec<u64>; 3]> {
-        self.dim3_items(params, &|a| {
-            let text = node_text(a, self.text).trim();
-            match eval_text(text, self, 0) {
+        let items: Vec<Node> = list_items(params);
+        if items.len() > 3 {
+            return None;
+        }
+        let mut out = [vec![1], vec![1], vec![1]];
+        for (i, a) in items.iter().enumerate() {
+            let text = node_text(*a, self.text).trim();
+            let values = match eval_text(text, self, 0) {
                 Some(v) => Some(vec![v]),
                 None if crate::text::tokens(text).len() == 1 => self.local_values(text, 0),
                 None => None,
+            };
+            // One item may be another `dim3` (`dim3 grid(shape)`, a copy): only a known
+            // integer is an x size then.
+            if values.is_none() && items.len() == 1 {
+                return None;
             }
-        })
+            out[i] = values.and_then(positive).unwrap_or(vec![ANY_SIZE]);
+        }
+        Some(out)
     }
 
     /// The values of each item of a `dim3` constructor's arguments (missing ones are 1; an
