@@ -660,3 +660,38 @@ fn a_race_needing_a_block_dimension_the_kernel_never_reads_is_conditional() {
         "{fs:#?}"
     );
 }
+
+#[test]
+fn every_assumption_of_every_query_names_only_values_the_query_has() {
+    // The solver drops (with a warning) an assumption over an undeclared name; the planner must
+    // not hand it one. Every fixture's every kernel, planned with the default options.
+    let mut checked = 0;
+    for path in cudarace_tests::cuda_files(&fixtures_dir()) {
+        let text = std::fs::read_to_string(&path).expect("fixture");
+        let ir = cudarace_syntax::lower_source(
+            Some(&path),
+            &text,
+            &cudarace_syntax::FrontendOptions::default(),
+        );
+        for kernel in &ir.kernels {
+            let plan =
+                cudarace_check::plan_kernel(&ir, kernel, &cudarace_check::CheckOptions::default());
+            for q in &plan.queries {
+                for a in &q.assumptions {
+                    let mut names = std::collections::BTreeSet::new();
+                    cudarace_check::terms::collect_vars(a, &mut names);
+                    for n in names {
+                        assert!(
+                            q.vars.contains_key(&n),
+                            "{}: kernel `{}`: assumption {a:?} names `{n}`",
+                            path.display(),
+                            kernel.name
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "{checked}");
+}

@@ -779,6 +779,13 @@ pub fn plan_kernel_until(
             // divergence that needs one broken is conditional, as a race is.
             let mut assumed = Vec::new();
             for a in &divergence_assumptions {
+                // Only about values the query has (a parameter it never mentions cannot be what
+                // makes the barrier diverge, and the solver would drop the term as malformed).
+                let mut names = std::collections::BTreeSet::new();
+                terms::collect_vars(&a.term, &mut names);
+                if !names.iter().all(|n| query.vars.contains_key(n)) {
+                    continue;
+                }
                 query.assumptions.push(a.term.clone());
                 assumed.push((a.term.clone(), a.broken.clone()));
             }
