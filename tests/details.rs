@@ -595,6 +595,30 @@ fn no_precondition_that_removes_an_access_instead_of_the_race() {
 }
 
 #[test]
+fn a_busy_shared_buffer_does_not_use_up_the_precondition_search_of_another_array() {
+    // Six racy stores to `s` make 21 pairs, planned first; the race on `out` still gets its
+    // precondition, and with it the kernel that the file never launches is conditional.
+    let src = "__global__ void busy_then_sections(const float *in, float *out, int sections) {\n    __shared__ float s[8];\n    s[threadIdx.x % 2] = 1.0f;\n    s[threadIdx.x % 3] = 2.0f;\n    s[threadIdx.x % 4] = 3.0f;\n    s[threadIdx.x % 5] = 4.0f;\n    s[threadIdx.x % 6] = 5.0f;\n    s[threadIdx.x % 7] = 6.0f;\n    float v = in[blockIdx.x * sections + threadIdx.x];\n    if (threadIdx.x >= sections - 1)\n        out[blockIdx.x] = v;\n}\n";
+    let report = analyze_source(None, src, &Options::default(), pool());
+    let k = &report.kernels[0];
+    assert_eq!(k.verdict, Verdict::Racy, "{k:#?}");
+    let out: Vec<_> = k
+        .findings
+        .iter()
+        .filter(|f| f.array.as_deref() == Some("out"))
+        .collect();
+    assert!(!out.is_empty(), "{k:#?}");
+    for f in out {
+        assert_eq!(
+            f.precondition.as_deref(),
+            Some("sections == blockDim.x"),
+            "{f:#?}"
+        );
+        assert_eq!(f.confidence, Confidence::Conditional, "{f:#?}");
+    }
+}
+
+#[test]
 fn no_precondition_on_a_parameter_the_launch_fixes() {
     // The launch passes n = 1 << 20: "race-free if n == blockDim.x" would contradict it (the
     // race query with it is unsat only because n cannot be 256 there).

@@ -182,9 +182,15 @@ enum Item {
 /// `unknown`), so that a huge unrolled kernel cannot stall the editor.
 const MAX_RACE_QUERIES: usize = 3000;
 
-/// Race queries of a kernel that also search a precondition (each search costs up to
-/// [`assumptions::MAX_PRECONDITIONS`] small solver checks, and only when the pair races).
-const MAX_PRECONDITION_QUERIES: usize = 16;
+/// Race queries of one array that also search a precondition (each search costs up to
+/// [`assumptions::MAX_PRECONDITIONS`] small solver checks, and only when the pair races): per
+/// array, so that the pairs of one busy buffer do not leave another array's races without
+/// theirs (cusignal's `sosfilt`: 16 pairs of the shared buffer, then none for `x_in`, whose
+/// precondition `n_sections == blockDim.x` makes its races conditional).
+const MAX_PRECONDITION_QUERIES_PER_ARRAY: usize = 16;
+
+/// Race queries of a kernel that also search a precondition, over all its arrays.
+const MAX_PRECONDITION_QUERIES: usize = 48;
 
 fn barrier_name(kind: SyncKind) -> &'static str {
     match kind {
@@ -525,6 +531,7 @@ pub fn plan_kernel_until(
     // `Encoder::race_core`) cost no solving.
     let n_groups = groups.len();
     let mut with_preconditions = 0;
+    let mut with_preconditions_of: BTreeMap<cudarace_ir::ArrayId, usize> = BTreeMap::new();
     for (done, ((ia, ib), ms)) in groups.into_iter().enumerate() {
         if stop() {
             out_of_time(
@@ -652,8 +659,13 @@ pub fn plan_kernel_until(
         // Candidate preconditions for a race that depends on no unknown value (a possible one
         // would not be removed by a relation between parameters).
         let mut preconditions = Vec::new();
-        if unknowns.is_empty() && with_preconditions < MAX_PRECONDITION_QUERIES {
+        let of_array = with_preconditions_of.entry(xa.array).or_default();
+        if unknowns.is_empty()
+            && with_preconditions < MAX_PRECONDITION_QUERIES
+            && *of_array < MAX_PRECONDITION_QUERIES_PER_ARRAY
+        {
             with_preconditions += 1;
+            *of_array += 1;
             // A parameter every launch site gives a value is not free to relate: a
             // precondition on it would contradict the sites and hold vacuously.
             let free = |name: &str| !launch.binds_everywhere(name, true);
