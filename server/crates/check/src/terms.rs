@@ -247,7 +247,7 @@ pub fn term_size_exceeds(t: &Term, limit: usize) -> bool {
         if count > limit {
             return true;
         }
-        stack.extend(t.children());
+        t.for_each_child(&mut |c| stack.push(c));
     }
     false
 }

@@ -157,6 +157,33 @@ impl Term {
     }
 
     /// The operands of a term, in order (what the encoder builds it from).
+    /// Each direct child, without collecting them ([`Term::children`] allocates a vector per
+    /// node, which walks of large terms pay for every node).
+    pub fn for_each_child<'a>(&'a self, f: &mut dyn FnMut(&'a Term)) {
+        match self {
+            Term::Int(_) | Term::Bool(_) | Term::Var(_) => {}
+            Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => ts.iter().for_each(f),
+            Term::Bit { args, .. } => args.iter().for_each(f),
+            Term::Neg(a) | Term::Not(a) => f(a),
+            Term::Sub(a, b)
+            | Term::Div(a, b)
+            | Term::Rem(a, b)
+            | Term::Mod(a, b)
+            | Term::Eq(a, b)
+            | Term::Lt(a, b)
+            | Term::Le(a, b)
+            | Term::Implies(a, b) => {
+                f(a);
+                f(b);
+            }
+            Term::Ite(c, a, b) => {
+                f(c);
+                f(a);
+                f(b);
+            }
+        }
+    }
+
     pub fn children(&self) -> Vec<&Term> {
         match self {
             Term::Int(_) | Term::Bool(_) | Term::Var(_) => vec![],

@@ -1413,7 +1413,15 @@ impl<'k> Exec<'k> {
                         })
                         .collect(),
                 };
+                // Only a value this merge made (`c ? t : e`) can have grown: the others were
+                // bounded when they were set (walking every local after every branch was most
+                // of the planning time of kernels with long branchy bodies).
                 for i in 0..self.env.len() {
+                    let merged_here =
+                        matches!(&self.env[i], Some(Term::Ite(cond, _, _)) if **cond == c);
+                    if !merged_here {
+                        continue;
+                    }
                     if let Some(v) = self.env[i].clone() {
                         if term_size_exceeds(&v, MAX_TERM_SIZE) {
                             self.set_local(LocalId(i as u32), v);
