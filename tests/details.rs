@@ -529,18 +529,28 @@ fn legacy_warp_synchronous_code_says_so() {
     assert!(fs.iter().all(|f| !f.message.contains("warp-synchronous")));
 }
 
+/// The report of the first kernel of `src` (no file), checked with the default options.
+fn kernel_of(src: &str) -> KernelReport {
+    let report = analyze_source(None, src, &Options::default(), pool());
+    report.kernels.into_iter().next().expect("a kernel")
+}
+
+/// Whether some finding of `k` says it is race-free under `precondition`.
+fn states_precondition(k: &KernelReport, precondition: &str) -> bool {
+    k.findings
+        .iter()
+        .any(|f| f.precondition.as_deref() == Some(precondition))
+}
+
 #[test]
 fn preconditions_from_the_catalogue_are_stated() {
     // Row `m + bid` meets row `bid'` of another block unless the rows are apart: the race is
     // gone when m >= gridDim.x * blockDim.x (the catalogue's first relation that removes it).
     let src = "__global__ void two_rows(float *y, int m) {\n    unsigned bid = blockIdx.x;\n    y[bid * 128 + threadIdx.x] = 1.0f;\n    y[(m + bid) * 128 + threadIdx.x] = 2.0f;\n}\n";
-    let report = analyze_source(None, src, &Options::default(), pool());
-    let k = &report.kernels[0];
+    let k = &kernel_of(src);
     assert_eq!(k.verdict, Verdict::Racy, "{k:#?}");
     assert!(
-        k.findings
-            .iter()
-            .any(|f| f.precondition.as_deref() == Some("m >= gridDim.x * blockDim.x")),
+        states_precondition(k, "m >= gridDim.x * blockDim.x"),
         "{k:#?}"
     );
 }
@@ -551,47 +561,23 @@ fn no_precondition_that_removes_an_access_instead_of_the_race() {
     // code (`start <= n < finish`): advice that empties the kernel is none, and the code
     // action would insert it.
     let src = "__global__ void shift_range(float *d, int start, int finish, int np) {\n    int n = blockIdx.x * blockDim.x + threadIdx.x + start;\n    if (n < finish) {\n        float v = d[n];\n        d[np + n] = v;\n    }\n}\n";
-    let report = analyze_source(None, src, &Options::default(), pool());
-    let k = &report.kernels[0];
+    let k = &kernel_of(src);
     assert_eq!(k.verdict, Verdict::Racy, "{k:#?}");
-    assert!(
-        k.findings
-            .iter()
-            .all(|f| f.precondition.as_deref() != Some("start >= finish")),
-        "{k:#?}"
-    );
+    assert!(!states_precondition(k, "start >= finish"), "{k:#?}");
     // Nor one that empties the loop around the accesses (`lo >= hi` over `lo <= j < hi`).
     let src = "__global__ void loop_range(float *out, unsigned lo, unsigned hi) {\n    __shared__ float t;\n    for (unsigned j = lo; j < hi; j++) {\n        t = j;\n        out[threadIdx.x] = t;\n    }\n}\n";
-    let report = analyze_source(None, src, &Options::default(), pool());
-    let k = &report.kernels[0];
+    let k = &kernel_of(src);
     assert_eq!(k.verdict, Verdict::Racy, "{k:#?}");
-    assert!(
-        k.findings
-            .iter()
-            .all(|f| f.precondition.as_deref() != Some("lo >= hi")),
-        "{k:#?}"
-    );
+    assert!(!states_precondition(k, "lo >= hi"), "{k:#?}");
     // A relation that keeps both accesses is still stated.
     let src = "__global__ void shift_all(float *d, int finish, int np) {\n    int n = blockIdx.x * blockDim.x + threadIdx.x;\n    if (n < finish) {\n        float v = d[n];\n        d[np + n] = v;\n    }\n}\n";
-    let report = analyze_source(None, src, &Options::default(), pool());
-    let k = &report.kernels[0];
-    assert!(
-        k.findings
-            .iter()
-            .any(|f| f.precondition.as_deref() == Some("np >= finish")),
-        "{k:#?}"
-    );
+    let k = &kernel_of(src);
+    assert!(states_precondition(k, "np >= finish"), "{k:#?}");
     // A relation that removes only a later iteration of a loop (the next row's write against
     // this row's read, no barrier at the loop's end) keeps the code: it is stated.
     let src = "__global__ void rows_in_smem(const float *in, float *out, int rows) {\n    __shared__ float buf[256];\n    for (int row = blockIdx.x; row < rows; row += gridDim.x) {\n        buf[threadIdx.x] = in[row * 256 + threadIdx.x];\n        __syncthreads();\n        out[row * 256 + threadIdx.x] = buf[255 - threadIdx.x];\n    }\n}\n";
-    let report = analyze_source(None, src, &Options::default(), pool());
-    let k = &report.kernels[0];
-    assert!(
-        k.findings
-            .iter()
-            .any(|f| f.precondition.as_deref() == Some("rows == gridDim.x")),
-        "{k:#?}"
-    );
+    let k = &kernel_of(src);
+    assert!(states_precondition(k, "rows == gridDim.x"), "{k:#?}");
 }
 
 #[test]
@@ -599,8 +585,7 @@ fn a_busy_shared_buffer_does_not_use_up_the_precondition_search_of_another_array
     // Six racy stores to `s` make 21 pairs, planned first; the race on `out` still gets its
     // precondition, and with it the kernel that the file never launches is conditional.
     let src = "__global__ void busy_then_sections(const float *in, float *out, int sections) {\n    __shared__ float s[8];\n    s[threadIdx.x % 2] = 1.0f;\n    s[threadIdx.x % 3] = 2.0f;\n    s[threadIdx.x % 4] = 3.0f;\n    s[threadIdx.x % 5] = 4.0f;\n    s[threadIdx.x % 6] = 5.0f;\n    s[threadIdx.x % 7] = 6.0f;\n    float v = in[blockIdx.x * sections + threadIdx.x];\n    if (threadIdx.x >= sections - 1)\n        out[blockIdx.x] = v;\n}\n";
-    let report = analyze_source(None, src, &Options::default(), pool());
-    let k = &report.kernels[0];
+    let k = &kernel_of(src);
     assert_eq!(k.verdict, Verdict::Racy, "{k:#?}");
     let out: Vec<_> = k
         .findings

@@ -156,9 +156,8 @@ impl Term {
         }
     }
 
-    /// The operands of a term, in order (what the encoder builds it from).
-    /// Each direct child, without collecting them ([`Term::children`] allocates a vector per
-    /// node, which walks of large terms pay for every node).
+    /// Each operand of a term, in order, without collecting them ([`Term::children`] allocates a
+    /// vector per node, which walks of large terms pay for every node).
     pub fn for_each_child<'a>(&'a self, f: &mut dyn FnMut(&'a Term)) {
         match self {
             Term::Int(_) | Term::Bool(_) | Term::Var(_) => {}
@@ -184,22 +183,11 @@ impl Term {
         }
     }
 
+    /// The operands of a term, in order (what the encoder builds it from).
     pub fn children(&self) -> Vec<&Term> {
-        match self {
-            Term::Int(_) | Term::Bool(_) | Term::Var(_) => vec![],
-            Term::Add(ts) | Term::Mul(ts) | Term::And(ts) | Term::Or(ts) => ts.iter().collect(),
-            Term::Bit { args, .. } => args.iter().collect(),
-            Term::Neg(a) | Term::Not(a) => vec![&**a],
-            Term::Sub(a, b)
-            | Term::Div(a, b)
-            | Term::Rem(a, b)
-            | Term::Mod(a, b)
-            | Term::Eq(a, b)
-            | Term::Lt(a, b)
-            | Term::Le(a, b)
-            | Term::Implies(a, b) => vec![&**a, &**b],
-            Term::Ite(c, a, b) => vec![&**c, &**a, &**b],
-        }
+        let mut out = Vec::new();
+        self.for_each_child(&mut |c| out.push(c));
+        out
     }
 }
 
