@@ -278,6 +278,7 @@ impl<'t> HostEnv<'_, 't> {
                         .is_some_and(|(_, decl)| self.declares_dim3(decl)) =>
                     {
                         self.assigned_dim_values(name, depth + 1)
+                            .or_else(|| self.partly_stored_dim_values(name, depth + 1))
                     }
                     _ => scalar(e),
                 }
@@ -309,6 +310,66 @@ impl<'t> HostEnv<'_, 't> {
                 .unwrap_or(vec![ANY_SIZE]);
         }
         Some(out)
+    }
+
+    /// [`HostEnv::local_dim_values`] of a `dim3` local whose components are stored on some
+    /// paths only (`dim3 grid(len, batch, heads); if (big) grid.x = …;`): such a component may
+    /// have any size, the others keep theirs (`gridDim.z == heads`). `None` when the local is
+    /// changed other than by stores to its components.
+    pub(super) fn partly_stored_dim_values(&self, name: &str, depth: u32) -> Option<[Vec<u64>; 3]> {
+        if depth > 16 {
+            return None;
+        }
+        let (init, decl) = self.local_decl(name, false)?;
+        if !self.declares_dim3(decl) {
+            return None;
+        }
+        let mut out = match init.kind() {
+            "argument_list" | "initializer_list" => self.list_values(init)?,
+            "declaration" => [vec![1], vec![1], vec![1]],
+            "parameter_list" => self.param_values(init)?,
+            _ => self.dim_values(init, depth + 1)?,
+        };
+        let mut changes = self.changes_reaching(name, decl);
+        changes.sort_by_key(|c| c.start_byte());
+        for change in changes {
+            let d = self.stored_component(change, name)?;
+            match self.dim3_field_store(change) {
+                // On every path to the launch: its value.
+                Some((d, v, true)) => {
+                    out[d] = self
+                        .value_set(v, 0)
+                        .and_then(positive)
+                        .unwrap_or(vec![ANY_SIZE]);
+                }
+                // After the launch, outside any loop around it: not this launch's.
+                Some((_, _, false)) => {}
+                // On some paths only (or not by `=`): any size.
+                None => out[d] = vec![ANY_SIZE],
+            }
+        }
+        Some(out)
+    }
+
+    /// The component (0, 1, 2 for `x`, `y`, `z`) that `change` stores to, when it is a store
+    /// to a component of the local `name` (`name.x = e`, `name.y *= 2`).
+    fn stored_component(&self, change: Node<'t>, name: &str) -> Option<usize> {
+        if change.kind() != "assignment_expression" {
+            return None;
+        }
+        let target = change
+            .child_by_field_name("left")
+            .filter(|t| t.kind() == "field_expression")?;
+        let base = target.child_by_field_name("argument")?;
+        if base.kind() != "identifier" || node_text(base, self.text) != name {
+            return None;
+        }
+        match node_text(target.child_by_field_name("field")?, self.text) {
+            "x" => Some(0),
+            "y" => Some(1),
+            "z" => Some(2),
+            _ => None,
+        }
     }
 
     /// The values each dimension of the `dim3` local `name` may have at the launch when it is
