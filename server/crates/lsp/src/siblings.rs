@@ -26,7 +26,8 @@ struct Entry {
     reading: Option<u64>,
     /// A save since the running read started: read again when it is done.
     stale: bool,
-    /// The options the document was checked with (the front end's, for reading the siblings).
+    /// The options the document was first checked with (the front end's, for reading the
+    /// siblings again after a save).
     options: Options,
 }
 
@@ -58,8 +59,9 @@ impl SiblingIndexes {
         options: &Options,
         spawn: Spawn,
     ) -> Option<Arc<LaunchIndex>> {
-        if let Some(e) = self.by_path.get_mut(path) {
-            e.options = options.clone();
+        // Per keystroke: a lookup only (the options change only with the settings or a
+        // `cudarace.toml`, which clear every entry).
+        if let Some(e) = self.by_path.get(path) {
             return e.index.clone();
         }
         let mut entry = Entry {

@@ -287,6 +287,18 @@ impl<'t> HostEnv<'_, 't> {
         }
     }
 
+    /// The values of a `dim3` local's initializer `init` (as [`HostEnv::local_decl`] gives it):
+    /// `dim3 g(a, b)`, `dim3 g{a, b}`, `dim3 g;` (all 1), `dim3 g(A, B)` read as a declaration,
+    /// or `dim3 g = e`.
+    fn initial_dim_values(&self, init: Node<'t>, depth: u32) -> Option<[Vec<u64>; 3]> {
+        match init.kind() {
+            "argument_list" | "initializer_list" => self.list_values(init),
+            "declaration" => Some([vec![1], vec![1], vec![1]]),
+            "parameter_list" => self.param_values(init),
+            _ => self.dim_values(init, depth + 1),
+        }
+    }
+
     /// [`HostEnv::dim_values`] of the `dim3` local `name` (`None` when it is not one, or is
     /// changed other than by field stores every launch sees).
     pub(super) fn local_dim_values(&self, name: &str, depth: u32) -> Option<[Vec<u64>; 3]> {
@@ -297,12 +309,7 @@ impl<'t> HostEnv<'_, 't> {
         if !self.declares_dim3(decl) {
             return None;
         }
-        let mut out = match init.kind() {
-            "argument_list" | "initializer_list" => self.list_values(init)?,
-            "declaration" => [vec![1], vec![1], vec![1]],
-            "parameter_list" => self.param_values(init)?,
-            _ => self.dim_values(init, depth + 1)?,
-        };
+        let mut out = self.initial_dim_values(init, depth)?;
         for (d, v) in self.field_stores(name, decl) {
             out[d] = self
                 .value_set(v, 0)
@@ -324,12 +331,7 @@ impl<'t> HostEnv<'_, 't> {
         if !self.declares_dim3(decl) {
             return None;
         }
-        let mut out = match init.kind() {
-            "argument_list" | "initializer_list" => self.list_values(init)?,
-            "declaration" => [vec![1], vec![1], vec![1]],
-            "parameter_list" => self.param_values(init)?,
-            _ => self.dim_values(init, depth + 1)?,
-        };
+        let mut out = self.initial_dim_values(init, depth)?;
         let mut changes = self.changes_reaching(name, decl);
         changes.sort_by_key(|c| c.start_byte());
         for change in changes {
@@ -388,12 +390,7 @@ impl<'t> HostEnv<'_, 't> {
         }
         let mut out: [Vec<u64>; 3] = match self.overwritten_before_launch(name, decl) {
             true => [vec![], vec![], vec![]],
-            false => match init.kind() {
-                "argument_list" | "initializer_list" => self.list_values(init)?,
-                "declaration" => [vec![1], vec![1], vec![1]],
-                "parameter_list" => self.param_values(init)?,
-                _ => self.dim_values(init, depth + 1)?,
-            },
+            false => self.initial_dim_values(init, depth)?,
         };
         for change in self.changes_reaching(name, decl) {
             let v = self.dim_values(self.assigned_value(change, name)?, depth + 1)?;
