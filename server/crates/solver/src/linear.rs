@@ -39,7 +39,7 @@ pub(crate) fn linear_unsat(query: &Query, limits: &Limits) -> bool {
     }
     let started = Instant::now();
     let result = solver.check();
-    dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
+    dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result, "linear");
     result == SatResult::Unsat
 }
 

@@ -310,7 +310,7 @@ fn by_cases(
         }
         let started = Instant::now();
         let result = solver.check();
-        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
+        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result, "case");
         match result {
             SatResult::Unsat => continue,
             SatResult::Unknown => return None,
@@ -341,7 +341,13 @@ fn by_cases(
         }
         let started = Instant::now();
         let result = plausible.check();
-        dump_if_slow(&plausible, started.elapsed(), Engine::Fast, &result);
+        dump_if_slow(
+            &plausible,
+            started.elapsed(),
+            Engine::Fast,
+            &result,
+            "case-plausible",
+        );
         return (result == SatResult::Sat).then(|| sat_answer(&plausible, enc, query));
     }
     Some(Answer::Unsat)
@@ -425,7 +431,7 @@ fn probe(
         }
         let started = Instant::now();
         let result = solver.check();
-        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
+        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result, "probe");
         if result == SatResult::Sat {
             let answer = sat_answer(&solver, enc, query);
             if breaks {
@@ -517,7 +523,13 @@ fn first_precondition(
         solver.assert(&c);
         let started = Instant::now();
         let result = solver.check();
-        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
+        dump_if_slow(
+            &solver,
+            started.elapsed(),
+            Engine::Fast,
+            &result,
+            "precondition",
+        );
         if result == SatResult::Unsat && !removes_a_side(query, t, limits, share, enc) {
             return Some(i);
         }
@@ -543,7 +555,7 @@ fn removes_a_side(query: &Query, t: &Term, limits: &Limits, share: u64, enc: &En
         }
         let started = Instant::now();
         let result = solver.check();
-        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result);
+        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result, "reach");
         if result == SatResult::Unsat {
             return true;
         }
@@ -585,7 +597,7 @@ fn solve_levels(
             Engine::Fast => FAST_SHARE,
             Engine::Full => 1,
         };
-        let check = |with: &[&[Bool]], share: u64| -> Result<CheckResult, Answer> {
+        let check = |with: &[&[Bool]], share: u64, phase: &str| -> Result<CheckResult, Answer> {
             if cancelled() {
                 return Err(Answer::Unknown("cancelled".to_string()));
             }
@@ -617,7 +629,7 @@ fn solve_levels(
             }
             let result = solver.check();
             timer.cut_at(None);
-            dump_if_slow(&solver, started.elapsed(), engine, &result);
+            dump_if_slow(&solver, started.elapsed(), engine, &result, phase);
             Ok(match result {
                 SatResult::Sat => CheckResult::Sat(solver),
                 SatResult::Unsat => CheckResult::Unsat,
@@ -627,7 +639,7 @@ fn solve_levels(
             })
         };
         if !both_inconsistent {
-            match check(&[assumptions, preferred], extra_share) {
+            match check(&[assumptions, preferred], extra_share, "plausible-small") {
                 Err(a) => return a,
                 Ok(CheckResult::Sat(solver)) => {
                     timer.disarm();
@@ -653,7 +665,7 @@ fn solve_levels(
         let plain: &Solver = match known {
             Some(solver) => solver,
             None => {
-                owned = match check(&[], plain_share) {
+                owned = match check(&[], plain_share, "plain") {
                     Err(a) => return a,
                     Ok(CheckResult::Sat(solver)) => solver,
                     Ok(CheckResult::Unsat) => return Answer::Unsat,
@@ -672,7 +684,7 @@ fn solve_levels(
         let plain_answer = sat_answer(plain, enc, query);
         let (mut kept, broken) = split_by_model(plain, assumptions);
         if !assumptions_inconsistent {
-            match check(&[assumptions], extra_share) {
+            match check(&[assumptions], extra_share, "plausible") {
                 Ok(CheckResult::Sat(solver)) => {
                     timer.disarm();
                     return sat_answer(&solver, enc, query);
@@ -691,7 +703,7 @@ fn solve_levels(
         for a in broken {
             let mut with = kept.clone();
             with.push(a);
-            match check(&[&with], extra_share) {
+            match check(&[&with], extra_share, "condition") {
                 Ok(CheckResult::Sat(solver)) => {
                     best = sat_answer(&solver, enc, query);
                     kept = with;
@@ -729,7 +741,13 @@ fn slow_query_dump() -> Option<&'static (std::path::PathBuf, u64)> {
     .as_ref()
 }
 
-pub(crate) fn dump_if_slow(solver: &Solver, took: Duration, engine: Engine, result: &SatResult) {
+pub(crate) fn dump_if_slow(
+    solver: &Solver,
+    took: Duration,
+    engine: Engine,
+    result: &SatResult,
+    phase: &str,
+) {
     let Some((dir, ms)) = slow_query_dump() else {
         return;
     };
@@ -740,9 +758,17 @@ pub(crate) fn dump_if_slow(solver: &Solver, took: Duration, engine: Engine, resu
     let text = solver.to_string();
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
-    let name = format!("{:06}ms-{:016x}.smt2", took.as_millis(), h.finish());
+    // The order of the checks (a process-wide count) tells which phase of which query came
+    // first; the phase says which step of `solve` made the check.
+    static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!(
+        "{:06}ms-{seq:05}-{phase}-{:016x}.smt2",
+        took.as_millis(),
+        h.finish()
+    );
     let body = format!(
-        "; cudarace slow check: {} ms, engine {engine:?}, answer {result:?}\n{text}\n(check-sat)\n",
+        "; cudarace slow check: {} ms, engine {engine:?}, answer {result:?}, check {seq} ({phase})\n{text}\n(check-sat)\n",
         took.as_millis()
     );
     // A debugging aid: a folder that cannot be written is not an error of the check.
