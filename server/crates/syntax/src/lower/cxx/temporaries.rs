@@ -10,14 +10,24 @@
 //!
 //! What counts as a temporary is decided from the syntax: literals, arithmetic, comparison and
 //! logical operators (unless the file defines that operator returning a reference or a
-//! pointer), constructions of a class of the file (`Point(x, y)`, `Point{x, y}`), and calls of
-//! functions of the file all of whose definitions return by value. Anything else (a name, an
+//! pointer), constructions of a class of the file (`Point(x, y)`, `Point{x, y}`), conversions
+//! (`(float)x`, `float(x)`, `static_cast<float>(x)`, `T(2)` with a type parameter `T`, `idx_t(n)`
+//! with a scalar `typedef`), and calls of functions of the file all of whose definitions return
+//! by value. Anything else (a name, an
 //! element, a member, a call of a function the front end does not see, which may return a
 //! reference into shared memory) is bound as a reference, as before.
 
 use super::super::*;
 use crate::collect::FuncDef;
 use crate::consteval::node_text;
+
+/// The C++ casts written as templates (`static_cast<float>(x)`).
+const NAMED_CASTS: &[&str] = &[
+    "static_cast",
+    "reinterpret_cast",
+    "const_cast",
+    "dynamic_cast",
+];
 
 /// Operators whose built-in forms yield a value (a prvalue), never an lvalue.
 const VALUE_OPERATORS: &[&str] = &[
@@ -43,15 +53,30 @@ impl Lowerer<'_, '_> {
                 VALUE_OPERATORS.contains(&op.as_str())
                     && !self.operator_may_return_place(&format!("operator{op}"))
             }
+            // `(float)x`: a conversion yields a value, unless to a reference type.
+            "cast_expression" => e
+                .child_by_field_name("type")
+                .is_some_and(|t| !self.text(t).contains('&')),
             "call_expression" => {
                 let Some(f) = e.child_by_field_name("function") else {
                     return false;
                 };
                 let name = match f.kind() {
                     "identifier" => self.text(f),
-                    // `Point<float>(x, y)`: a construction of a class template instance.
+                    // `float(2)`: a functional cast to a built-in type.
+                    "primitive_type" => return true,
+                    // `Point<float>(x, y)`: a construction of a class template instance;
+                    // `static_cast<float>(x)`: a conversion, a value unless to a reference.
                     "template_function" => match f.child_by_field_name("name") {
-                        Some(n) => self.text(n),
+                        Some(n) => {
+                            let name = self.text(n);
+                            if NAMED_CASTS.contains(&name.as_str()) {
+                                return f
+                                    .child_by_field_name("arguments")
+                                    .is_some_and(|a| !self.text(a).contains('&'));
+                            }
+                            name
+                        }
                         None => return false,
                     },
                     _ => return false,
@@ -60,7 +85,16 @@ impl Lowerer<'_, '_> {
                 if self.lookup(&name).is_some() || self.tab.macros.contains_key(&name) {
                     return false;
                 }
-                self.constructs_class(&name) || self.returns_by_value(&name)
+                // `T(2)` with a type parameter `T` of the function, `index_t(x)` with a scalar
+                // `typedef`: a functional cast, a value (the callee's parameter is a copy).
+                let cast = !self.tab.funcs.contains_key(&name)
+                    && !self.tab.protos.contains(&name)
+                    && (self.is_type_param(&name)
+                        || matches!(
+                            self.scalar_type_of(&name),
+                            ScalarType::Int { .. } | ScalarType::Float | ScalarType::Bool
+                        ));
+                cast || self.constructs_class(&name) || self.returns_by_value(&name)
             }
             _ => false,
         }
