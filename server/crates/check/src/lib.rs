@@ -440,7 +440,26 @@ pub fn plan_kernel_until(
             "launched with one thread in all: the unmodelled code has no other thread of this kernel to race with".into(),
         );
     }
-    for (a, why) in p.opaque_arrays.iter().filter(|_| !one_thread) {
+    // An unmodelled load races only with a write: an array that no access and no other
+    // unmodelled code of the kernel writes cannot be raced on by it.
+    let written: std::collections::HashSet<cudarace_ir::ArrayId> = p
+        .accs
+        .iter()
+        .filter(|a| a.mode != AccessMode::Read)
+        .map(|a| a.array)
+        .chain(
+            p.opaque_arrays
+                .iter()
+                .filter(|(_, _, reads_only)| !reads_only)
+                .map(|(a, _, _)| *a),
+        )
+        .collect();
+    for (a, why, _) in p
+        .opaque_arrays
+        .iter()
+        .filter(|_| !one_thread)
+        .filter(|(a, _, reads_only)| !reads_only || written.contains(a))
+    {
         let note = format!(
             "`{}` may be accessed by unmodelled code ({why})",
             array_name(*a)

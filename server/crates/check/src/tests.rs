@@ -1068,6 +1068,7 @@ fn opaque_effect_on_an_array_makes_the_verdict_unknown() {
         locals: vec![],
         may_sync: false,
         starts_threads: false,
+        reads_only: false,
     })]);
     let r = run(&k);
     assert_verdict(&r, Verdict::Unknown);
@@ -1075,6 +1076,41 @@ fn opaque_effect_on_an_array_makes_the_verdict_unknown() {
         r.reason.as_deref().unwrap_or("").contains("`s`"),
         "{:?}",
         r.reason
+    );
+}
+
+#[test]
+fn an_unmodelled_load_leaves_an_array_nothing_writes_alone() {
+    // A load through a pointer whose target is unknown races only with a write: over an
+    // array that nothing in the kernel writes it changes no verdict, over a written one it
+    // makes the verdict unknown.
+    let load = |arrays: Vec<ArrayId>| {
+        Stmt::Opaque(Opaque {
+            reason: "read through a pointer with an unknown target".into(),
+            span: sp(1),
+            arrays,
+            locals: vec![],
+            may_sync: false,
+            starts_threads: false,
+            reads_only: true,
+        })
+    };
+    let mut kb = KB::new("load_only");
+    let table = kb.global("table");
+    let k = kb.body(vec![load(vec![table])]);
+    assert_verdict(&run(&k), Verdict::RaceFree);
+
+    let mut kb = KB::new("load_and_store");
+    let table = kb.global("table");
+    let out = kb.global("out");
+    let store = kb.wr(out, vec![plus(times(bid(), bdim()), tid())], 2);
+    let k = kb.body(vec![load(vec![table, out]), store]);
+    let r = run(&k);
+    assert_verdict(&r, Verdict::Unknown);
+    let reason = r.reason.as_deref().unwrap_or("");
+    assert!(
+        reason.contains("`out`") && !reason.contains("`table`"),
+        "{reason}"
     );
 }
 

@@ -550,6 +550,10 @@ pub struct Opaque {
     /// True when the unmodelled code starts threads of its own (a kernel launched from device
     /// code): they may race with this kernel's threads even when it has only one.
     pub starts_threads: bool,
+    /// True when the unmodelled code only reads the arrays (a load through a pointer whose
+    /// target is not known): a read races only with a write, so an array that nothing in the
+    /// kernel writes keeps its verdict.
+    pub reads_only: bool,
 }
 
 impl Kernel {

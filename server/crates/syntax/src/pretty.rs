@@ -178,11 +178,12 @@ pub fn block(k: &Kernel, b: &Block, indent: usize, out: &mut String) {
                     o.locals.iter().map(|l| expr(k, &Expr::Local(*l))).collect();
                 let _ = writeln!(
                     out,
-                    "{pad}opaque({}; arrays=[{}]; locals=[{}]{})",
+                    "{pad}opaque({}; arrays=[{}]; locals=[{}]{}{})",
                     o.reason,
                     arrays.join(","),
                     locals.join(","),
-                    if o.may_sync { "; may_sync" } else { "" }
+                    if o.may_sync { "; may_sync" } else { "" },
+                    if o.reads_only { "; reads_only" } else { "" }
                 );
             }
         }

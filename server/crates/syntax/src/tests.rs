@@ -1039,7 +1039,7 @@ __global__ void k(Args args, float ***rows) {
         "
         write#0 args.data[threadIdx.x] = 1
         read#1 rows[1]
-        opaque(read through a pointer with an unknown target; arrays=[args,rows,s,args.data,args.next]; locals=[])
+        opaque(read through a pointer with an unknown target; arrays=[args,rows,s,args.data,args.next]; locals=[]; reads_only)
         opaque(write through a pointer with an unknown target; arrays=[args,rows,s,args.data,args.next]; locals=[])
         read#2 args.next[0]
         opaque(write through a pointer with an unknown target; arrays=[args,rows,s,args.data,args.next]; locals=[])

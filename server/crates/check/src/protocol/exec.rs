@@ -144,7 +144,8 @@ fn scan_written(b: &Block, out: &mut BTreeSet<ArrayId>) {
                     scan_written(blk, out);
                 }
             }
-            Stmt::Opaque(o) => out.extend(o.arrays.iter().copied()),
+            // An unmodelled load writes nothing.
+            Stmt::Opaque(o) if !o.reads_only => out.extend(o.arrays.iter().copied()),
             _ => {}
         }
     }
@@ -171,7 +172,7 @@ fn count_write_sites(b: &[Stmt]) -> HashMap<ArrayId, usize> {
                         walk(blk, out);
                     }
                 }
-                Stmt::Opaque(o) => {
+                Stmt::Opaque(o) if !o.reads_only => {
                     for a in &o.arrays {
                         *out.entry(*a).or_default() += 2;
                     }
@@ -1495,7 +1496,9 @@ impl<'k> Exec<'k> {
             }
             Stmt::Opaque(o) => {
                 for a in &o.arrays {
-                    self.p.opaque_arrays.push((*a, o.reason.clone()));
+                    self.p
+                        .opaque_arrays
+                        .push((*a, o.reason.clone(), o.reads_only));
                 }
                 self.p.starts_threads |= o.starts_threads;
                 for l in &o.locals {

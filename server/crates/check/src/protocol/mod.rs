@@ -107,8 +107,8 @@ pub struct Protocol {
     pub root: Vec<Node>,
     /// Keyed by the name without its `$`/`%` prefix.
     pub vars: HashMap<String, VarInfo>,
-    /// Arrays an opaque effect may touch, with the reason.
-    pub opaque_arrays: Vec<(ArrayId, String)>,
+    /// Arrays an opaque effect may touch, with the reason and whether it only reads them.
+    pub opaque_arrays: Vec<(ArrayId, String, bool)>,
     /// Barriers whose order is not trusted (findings they might prevent become possible).
     pub may_sync: Vec<Span>,
     /// Unmodelled code that may synchronize (a call without a body), with what it is: treated

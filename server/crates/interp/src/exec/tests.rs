@@ -505,6 +505,7 @@ fn opaque_statements_and_atomic_results_are_inconclusive_when_used() {
         locals: vec![],
         may_sync: true,
         starts_threads: false,
+        reads_only: false,
     })];
     assert!(matches!(
         go(&b.k, &launch(2, 1)).outcome,

@@ -787,6 +787,28 @@ impl<'a, 't> Lowerer<'a, 't> {
             locals: l,
             may_sync,
             starts_threads,
+            reads_only: false,
+        }));
+    }
+
+    /// An unmodelled load from `arrays` (a read through a pointer whose target or offset is not
+    /// known): it makes those arrays unknown only where something writes them (see
+    /// [`Opaque::reads_only`]).
+    pub fn opaque_read(&mut self, reason: impl Into<String>, span: Span, arrays: Vec<ArrayId>) {
+        let mut a = Vec::new();
+        for x in arrays {
+            if !a.contains(&x) {
+                a.push(x);
+            }
+        }
+        self.emit(Stmt::Opaque(Opaque {
+            reason: reason.into(),
+            span,
+            arrays: a,
+            locals: vec![],
+            may_sync: false,
+            starts_threads: false,
+            reads_only: true,
         }));
     }
 

@@ -589,22 +589,18 @@ impl<'a, 't> Lowerer<'a, 't> {
             Place::Choice { sel, a, b } => self.read_choice(sel, *a, *b, span),
             Place::Local(l) => Expr::Local(l),
             Place::Many(v) => {
-                self.opaque(
+                self.opaque_read(
                     "read through a pointer that may point into different arrays",
                     span,
                     v,
-                    vec![],
-                    false,
                 );
                 self.unknown("value read through an ambiguous pointer", span, false)
             }
             Place::Unknown => {
-                self.opaque(
+                self.opaque_read(
                     "read through a pointer with an unknown target",
                     span,
                     vec![ALL_ARRAYS],
-                    vec![],
-                    false,
                 );
                 self.unknown("value read through an unknown pointer", span, false)
             }

@@ -99,6 +99,7 @@ impl Lowerer<'_, '_> {
                 locals: vec![],
                 may_sync: false,
                 starts_threads: false,
+                reads_only: false,
             });
             self.out.insert(0, o);
         }
@@ -112,8 +113,9 @@ fn writes_to(b: &Block, out: &mut HashSet<ArrayId>) {
             Stmt::Access(a) if a.mode != AccessMode::Read => {
                 out.insert(a.array);
             }
-            // Unmodelled code handed the parameter may change its row pointers.
-            Stmt::Opaque(o) => out.extend(o.arrays.iter().copied()),
+            // Unmodelled code handed the parameter may change its row pointers (a load does
+            // not).
+            Stmt::Opaque(o) if !o.reads_only => out.extend(o.arrays.iter().copied()),
             Stmt::If {
                 then_branch,
                 else_branch,
