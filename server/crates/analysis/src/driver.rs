@@ -530,6 +530,7 @@ fn internal_error(kernel: &Kernel, message: String, time_ms: f64, queries: usize
         assumed_launch: String::new(),
         time_ms,
         queries,
+        unmodelled: vec![],
     }
 }
 

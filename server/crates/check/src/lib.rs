@@ -111,6 +111,8 @@ struct PlanMeta {
     items: Vec<Item>,
     /// Reasons the verdict can at best be `unknown` (arrays touched by unmodelled code, …).
     unknown_notes: Vec<String>,
+    /// Where the unmodelled code of those notes is (see [`KernelReport::unmodelled`]).
+    unmodelled: Vec<cudarace_ir::Unmodelled>,
     /// Unmodelled code that may synchronize (findings become possible).
     may_sync_note: Option<String>,
     /// Library knowledge the kernel relied on (fallback macros), said in the verdict's reason.
@@ -223,6 +225,7 @@ pub fn plan_kernel_until(
         unsupported: kernel.unsupported.clone(),
         items: Vec::new(),
         unknown_notes: Vec::new(),
+        unmodelled: Vec::new(),
         may_sync_note: None,
         library_notes: kernel.library_notes.clone(),
         launch_notes: Vec::new(),
@@ -450,22 +453,31 @@ pub fn plan_kernel_until(
         .chain(
             p.opaque_arrays
                 .iter()
-                .filter(|(_, _, reads_only)| !reads_only)
-                .map(|(a, _, _)| *a),
+                .filter(|o| !o.reads_only)
+                .map(|o| o.array),
         )
         .collect();
-    for (a, why, _) in p
+    for o in p
         .opaque_arrays
         .iter()
         .filter(|_| !one_thread)
-        .filter(|(a, _, reads_only)| !reads_only || written.contains(a))
+        .filter(|o| !o.reads_only || written.contains(&o.array))
     {
         let note = format!(
-            "`{}` may be accessed by unmodelled code ({why})",
-            array_name(*a)
+            "`{}` may be accessed by unmodelled code ({})",
+            array_name(o.array),
+            o.why
         );
         if !meta.unknown_notes.contains(&note) {
             meta.unknown_notes.push(note);
+        }
+        if meta.unmodelled.len() < cudarace_ir::MAX_UNMODELLED_PLACES
+            && !meta.unmodelled.iter().any(|u| u.what == o.why)
+        {
+            meta.unmodelled.push(cudarace_ir::Unmodelled {
+                span: o.span,
+                what: o.why.clone(),
+            });
         }
     }
     if !p.may_sync.is_empty() && !one_thread {
@@ -1214,6 +1226,7 @@ pub fn finish_kernel(plan: &KernelPlan, answers: Vec<Answer>, time_ms: f64) -> K
         assumed_launch: meta.assumed_launch.clone(),
         time_ms,
         queries: plan.queries.len(),
+        unmodelled: meta.unmodelled.clone(),
     };
     if let Some(why) = &meta.unsupported {
         report.verdict = Verdict::Unsupported;

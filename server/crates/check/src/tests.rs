@@ -1077,6 +1077,14 @@ fn opaque_effect_on_an_array_makes_the_verdict_unknown() {
         "{:?}",
         r.reason
     );
+    // And says where the unmodelled code is.
+    assert_eq!(
+        r.unmodelled,
+        vec![cudarace_ir::Unmodelled {
+            span: sp(1),
+            what: "a call to `g` without a body".into(),
+        }]
+    );
 }
 
 #[test]

@@ -168,4 +168,21 @@ pub struct KernelReport {
     pub time_ms: f64,
     /// Solver queries issued (including ones answered from a cache).
     pub queries: usize,
+    /// Where the check stopped modelling the code: the unmodelled effects that made an array's
+    /// verdict unknown (a call without a body, a load through an unknown pointer), the first
+    /// place of each kind in the order the check met them, at most [`MAX_UNMODELLED_PLACES`].
+    /// So that the user sees which line to look at (the reason says only what it is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmodelled: Vec<Unmodelled>,
+}
+
+/// How many places [`KernelReport::unmodelled`] lists.
+pub const MAX_UNMODELLED_PLACES: usize = 8;
+
+/// A place where the check stopped modelling the code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unmodelled {
+    pub span: Span,
+    /// What is there (`call to `load` whose body is not available`).
+    pub what: String,
 }

@@ -219,6 +219,17 @@ pub fn kernel_diagnostics(
         (unverified, report.verdict)
     {
         let reason = report.reason.as_deref().unwrap_or("no reason given");
+        // Where the check stopped modelling the code: one click away.
+        let unmodelled: Vec<DiagnosticRelatedInformation> = report
+            .unmodelled
+            .iter()
+            .filter_map(|u| {
+                Some(DiagnosticRelatedInformation {
+                    location: resolver.location(u.span)?,
+                    message: format!("unmodelled: {}", u.what),
+                })
+            })
+            .collect();
         out.push(Diagnostic {
             range: resolver.doc.range(report.name_span),
             severity: Some(unverified),
@@ -230,6 +241,7 @@ pub fn kernel_diagnostics(
                 report.verdict.as_str(),
                 reason
             ),
+            related_information: (!unmodelled.is_empty()).then_some(unmodelled),
             data: Some(json!({ "kernel": report.name })),
             ..Default::default()
         });
@@ -315,6 +327,7 @@ pub(crate) mod tests {
             assumed_launch: "blockDim=(1..1024, 1, 1) gridDim=(symbolic, 1, 1)".into(),
             time_ms: 3.0,
             queries: 4,
+            unmodelled: vec![],
         }
     }
 

@@ -126,6 +126,7 @@ fn internal_error_report(kernel: &Kernel, what: &str) -> KernelReport {
         assumed_launch: String::new(),
         time_ms: 0.0,
         queries: 0,
+        unmodelled: vec![],
     }
 }
 

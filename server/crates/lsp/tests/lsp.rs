@@ -924,6 +924,44 @@ async fn documents_over_the_size_limit_are_not_analysed() {
     c.shutdown().await;
 }
 
+/// An unknown kernel's diagnostic points at the unmodelled code that made it unknown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_kernel_points_at_the_unmodelled_code() {
+    const OPAQUE: &str = "__device__ void touch(int *p);\n\
+__global__ void opaque(int *out) {\n\
+  __shared__ int s[64];\n\
+  int t = threadIdx.x;\n\
+  touch(s);\n\
+  __syncthreads();\n\
+  out[blockIdx.x * blockDim.x + t] = s[63 - t];\n\
+}\n";
+    let mut c = Client::initialized(json!({"blockDim": [64], "gridDim": [2]})).await;
+    c.open(URI, OPAQUE);
+    let published = c.diagnostics(URI).await;
+    let unknown: Vec<Value> = diags_of(&published)
+        .into_iter()
+        .filter(|d| d["code"] == "unknown")
+        .collect();
+    assert_eq!(unknown.len(), 1, "{published:#}");
+    let related = unknown[0]["relatedInformation"]
+        .as_array()
+        .expect("related information");
+    assert_eq!(related.len(), 1, "{related:#?}");
+    assert_eq!(related[0]["location"]["uri"], URI);
+    assert_eq!(
+        related[0]["location"]["range"]["start"]["line"], 4,
+        "the call `touch(s)`: {related:#?}"
+    );
+    assert!(
+        related[0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("call to `touch` whose body is not available"),
+        "{related:#?}"
+    );
+    c.shutdown().await;
+}
+
 /// Hover on a barrier without a finding says what the check established: no divergence in a
 /// kernel whose check is complete, nothing claimed where the verdict is unknown; on a divergent
 /// barrier the finding's hover wins.

@@ -299,6 +299,18 @@ fn render_file(out: &mut Buffer, report: &FileReport) {
             let _ = write!(out, ": {reason}");
         }
         let _ = writeln!(out);
+        // Where the check stopped modelling the code, one line each.
+        for u in &kernel.unmodelled {
+            let ur = pos.range(u.span);
+            let _ = writeln!(
+                out,
+                "  {}:{}:{}: unmodelled: {}",
+                file_name(report, u.span.file),
+                ur.line,
+                ur.column,
+                u.what
+            );
+        }
     }
     if report.error.is_none() && report.kernels.is_empty() {
         let _ = writeln!(out, "{}: no kernels", report_name(report));

@@ -5,7 +5,9 @@
 //! {"version": 1,
 //!  "tool": {"name", "version"},
 //!  "kernels": [{"file", "name", "line", "column", "verdict", "reason"?, "assumed_launch",
-//!               "time_ms", "queries", "findings"}],
+//!               "time_ms", "queries", "findings",
+//!               "unmodelled"? [{"file", "line", "column", "what"}] (where the check stopped
+//!               modelling the code: the first place of each kind that made an array unknown)}],
 //!  "findings": [{"kind", "array"?, "confidence" ("definite"|"possible"|"conditional"), "confidence_reason", "file", "kernel",
 //!                "line", "column", "end_line", "end_column", "message", "same_value_write", "same_value",
 //!                "barrier"? ("block"|"warp"|"grid", divergence only),
@@ -102,6 +104,21 @@ pub fn json(reports: &[FileReport]) -> Value {
             );
             kj.insert("queries".into(), json!(kernel.queries));
             kj.insert("findings".into(), json!(kernel.findings.len()));
+            if !kernel.unmodelled.is_empty() {
+                let places: Vec<Value> = kernel
+                    .unmodelled
+                    .iter()
+                    .map(|u| {
+                        let ur = pos.range(u.span);
+                        json!({
+                            "file": file_name(report, u.span.file),
+                            "line": ur.line, "column": ur.column,
+                            "what": u.what,
+                        })
+                    })
+                    .collect();
+                kj.insert("unmodelled".into(), Value::Array(places));
+            }
             kernels.push(Value::Object(kj));
 
             for (fi, finding) in kernel.findings.iter().enumerate() {

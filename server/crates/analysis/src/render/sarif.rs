@@ -212,7 +212,7 @@ pub fn sarif(reports: &[FileReport], base: Option<&Path>) -> Value {
                 matches!(kernel.verdict, Verdict::Unknown | Verdict::Unsupported),
             ) {
                 let reason = kernel.reason.as_deref().unwrap_or("no reason given");
-                results.push(json!({
+                let mut result = json!({
                     "ruleId": "unverified-kernel",
                     "ruleIndex": RULE_UNVERIFIED,
                     "level": level,
@@ -222,7 +222,24 @@ pub fn sarif(reports: &[FileReport], base: Option<&Path>) -> Value {
                         "logicalLocations": [{"name": kernel.name, "kind": "function"}],
                     }],
                     "properties": {"kernel": kernel.name, "verdict": kernel.verdict.as_str()},
-                }));
+                });
+                // Where the check stopped modelling the code.
+                if !kernel.unmodelled.is_empty() {
+                    let places: Vec<Value> = kernel
+                        .unmodelled
+                        .iter()
+                        .enumerate()
+                        .map(|(i, u)| {
+                            json!({
+                                "id": i,
+                                "physicalLocation": physical(report, &pos, u.span, base),
+                                "message": {"text": format!("unmodelled: {}", u.what)},
+                            })
+                        })
+                        .collect();
+                    result["relatedLocations"] = Value::Array(places);
+                }
+                results.push(result);
             }
         }
     }

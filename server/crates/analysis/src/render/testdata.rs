@@ -114,6 +114,7 @@ pub fn racy_file() -> FileReport {
                 assumed_launch: "blockDim=(1..1024,1,1) gridDim=(symbolic,1,1)".into(),
                 time_ms: 12.5,
                 queries: 7,
+                unmodelled: vec![],
             },
             KernelReport {
                 name: "copy".into(),
@@ -125,6 +126,7 @@ pub fn racy_file() -> FileReport {
                 assumed_launch: "blockDim=(1..1024,1,1) gridDim=(symbolic,1,1)".into(),
                 time_ms: 3.25,
                 queries: 2,
+                unmodelled: vec![],
             },
         ],
         syntax_errors: vec![],
@@ -147,11 +149,18 @@ pub fn unknown_file() -> FileReport {
             span: Span::new(FileId(0), 0, t.len() - 1),
             name_span: span_of(t, "k", 0),
             verdict: Verdict::Unknown,
-            reason: Some("a solver query timed out (2000 ms)".into()),
+            reason: Some(
+                "a solver query timed out (2000 ms); `a` may be accessed by unmodelled code (call to `f` whose body is not available)"
+                    .into(),
+            ),
             findings: vec![],
             assumed_launch: "blockDim=(1..1024,1,1) gridDim=(symbolic,1,1)".into(),
             time_ms: 2001.0,
             queries: 1,
+            unmodelled: vec![Unmodelled {
+                span: span_of(t, "f(;", 0),
+                what: "call to `f` whose body is not available".into(),
+            }],
         }],
         syntax_errors: vec![SyntaxError {
             span: span_of(t, "(;", 0),

@@ -2,7 +2,9 @@
 
 use super::ctype::{convert, low_wrap, range_of, range_within, unwrap_low, CTy, Range};
 use super::loops::{additive_step, induction_range};
-use super::{AccInfo, LoopNode, NextIteration, Node, Protocol, SyncInfo, SyncKind, VarInfo};
+use super::{
+    AccInfo, LoopNode, NextIteration, Node, OpaqueUse, Protocol, SyncInfo, SyncKind, VarInfo,
+};
 use crate::terms::*;
 use cudarace_ir::{
     AccessId, AccessMode, ArrayId, BarrierKind, BinOp, Block, Builtin, Expr, Kernel, LocalId, Loop,
@@ -1496,9 +1498,12 @@ impl<'k> Exec<'k> {
             }
             Stmt::Opaque(o) => {
                 for a in &o.arrays {
-                    self.p
-                        .opaque_arrays
-                        .push((*a, o.reason.clone(), o.reads_only));
+                    self.p.opaque_arrays.push(OpaqueUse {
+                        array: *a,
+                        why: o.reason.clone(),
+                        reads_only: o.reads_only,
+                        span: o.span,
+                    });
                 }
                 self.p.starts_threads |= o.starts_threads;
                 for l in &o.locals {

@@ -17,6 +17,17 @@ use cudarace_solver::{Sort, Term};
 use std::collections::{BTreeSet, HashMap};
 
 /// One access statement, its index and the path condition under which the thread executes it.
+/// An array an unmodelled effect may touch ([`cudarace_ir::Opaque`]).
+#[derive(Debug, Clone)]
+pub struct OpaqueUse {
+    pub array: ArrayId,
+    /// What the effect is (`call to `g` whose body is not available`).
+    pub why: String,
+    /// It only loads (see [`cudarace_ir::Opaque::reads_only`]).
+    pub reads_only: bool,
+    pub span: Span,
+}
+
 #[derive(Debug, Clone)]
 pub struct AccInfo {
     pub id: AccessId,
@@ -107,8 +118,8 @@ pub struct Protocol {
     pub root: Vec<Node>,
     /// Keyed by the name without its `$`/`%` prefix.
     pub vars: HashMap<String, VarInfo>,
-    /// Arrays an opaque effect may touch, with the reason and whether it only reads them.
-    pub opaque_arrays: Vec<(ArrayId, String, bool)>,
+    /// Arrays an opaque effect may touch, one entry per effect and array.
+    pub opaque_arrays: Vec<OpaqueUse>,
     /// Barriers whose order is not trusted (findings they might prevent become possible).
     pub may_sync: Vec<Span>,
     /// Unmodelled code that may synchronize (a call without a body), with what it is: treated
