@@ -924,10 +924,8 @@ async fn documents_over_the_size_limit_are_not_analysed() {
     c.shutdown().await;
 }
 
-/// An unknown kernel's diagnostic points at the unmodelled code that made it unknown.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_kernel_points_at_the_unmodelled_code() {
-    const OPAQUE: &str = "__device__ void touch(int *p);\n\
+/// A kernel whose only call has no body, which may write `s`: the verdict is unknown.
+const OPAQUE: &str = "__device__ void touch(int *p);\n\
 __global__ void opaque(int *out) {\n\
   __shared__ int s[64];\n\
   int t = threadIdx.x;\n\
@@ -935,6 +933,10 @@ __global__ void opaque(int *out) {\n\
   __syncthreads();\n\
   out[blockIdx.x * blockDim.x + t] = s[63 - t];\n\
 }\n";
+
+/// An unknown kernel's diagnostic points at the unmodelled code that made it unknown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_kernel_points_at_the_unmodelled_code() {
     let mut c = Client::initialized(json!({"blockDim": [64], "gridDim": [2]})).await;
     c.open(URI, OPAQUE);
     let published = c.diagnostics(URI).await;
@@ -974,15 +976,7 @@ async fn hover_on_barriers_says_what_the_check_established() {
   __syncthreads();\n\
   out[blockIdx.x * blockDim.x + t] = s[63 - t];\n\
 }\n";
-    // An opaque call that may write `s`: the verdict is unknown.
-    const OPAQUE: &str = "__device__ void touch(int *p);\n\
-__global__ void opaque(int *out) {\n\
-  __shared__ int s[64];\n\
-  int t = threadIdx.x;\n\
-  touch(s);\n\
-  __syncthreads();\n\
-  out[blockIdx.x * blockDim.x + t] = s[63 - t];\n\
-}\n";
+    // OPAQUE: an opaque call that may write `s`, the verdict is unknown.
     let mut c = Client::initialized(json!({"blockDim": [64], "gridDim": [2]})).await;
     let mut hover_on_barrier = async |uri: &str, text: &str| {
         c.open(uri, text);

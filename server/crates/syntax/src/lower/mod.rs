@@ -768,23 +768,11 @@ impl<'a, 't> Lowerer<'a, 't> {
         may_sync: bool,
         starts_threads: bool,
     ) {
-        let mut a = Vec::new();
-        for x in arrays {
-            if !a.contains(&x) {
-                a.push(x);
-            }
-        }
-        let mut l = Vec::new();
-        for x in locals {
-            if !l.contains(&x) {
-                l.push(x);
-            }
-        }
         self.emit(Stmt::Opaque(Opaque {
             reason: reason.into(),
             span,
-            arrays: a,
-            locals: l,
+            arrays: distinct(arrays),
+            locals: distinct(locals),
             may_sync,
             starts_threads,
             reads_only: false,
@@ -795,16 +783,10 @@ impl<'a, 't> Lowerer<'a, 't> {
     /// known): it makes those arrays unknown only where something writes them (see
     /// [`Opaque::reads_only`]).
     pub fn opaque_read(&mut self, reason: impl Into<String>, span: Span, arrays: Vec<ArrayId>) {
-        let mut a = Vec::new();
-        for x in arrays {
-            if !a.contains(&x) {
-                a.push(x);
-            }
-        }
         self.emit(Stmt::Opaque(Opaque {
             reason: reason.into(),
             span,
-            arrays: a,
+            arrays: distinct(arrays),
             locals: vec![],
             may_sync: false,
             starts_threads: false,
@@ -1693,4 +1675,15 @@ pub(crate) fn fold(e: &Expr) -> Expr {
 
 pub(crate) fn qualifiers_of(n: Node, text: &str) -> Vec<String> {
     qualifiers(n, text)
+}
+
+/// `xs` without repetitions, in first-seen order.
+fn distinct<T: PartialEq>(xs: Vec<T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(xs.len());
+    for x in xs {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
 }
