@@ -3,7 +3,7 @@
 
 use cudarace_ir::{
     Barrier, BarrierKind, Block, Confidence, Expr, Finding, FindingKind, Kernel, KernelReport,
-    Stmt, ThreadWitness, Verdict,
+    Span, Stmt, ThreadWitness, Verdict,
 };
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -120,8 +120,10 @@ fn confidence_sentence(finding: &Finding) -> String {
     }
 }
 
-/// Markdown for a kernel name: verdict, reason, assumed launch, and the cost of the check.
-pub fn kernel_markdown(report: &KernelReport) -> String {
+/// Markdown for a kernel name: verdict, reason, where the check stopped modelling the code
+/// (`line_of` gives a place's 1-based line in this document, `None` for another file), assumed
+/// launch, and the cost of the check.
+pub fn kernel_markdown(report: &KernelReport, line_of: &dyn Fn(Span) -> Option<u32>) -> String {
     let mut md = format!(
         "kernel `{}`: **{}**\n\n",
         report.name,
@@ -129,6 +131,20 @@ pub fn kernel_markdown(report: &KernelReport) -> String {
     );
     if let Some(reason) = &report.reason {
         let _ = writeln!(md, "{reason}\n");
+    }
+    if !report.unmodelled.is_empty() {
+        let _ = writeln!(md, "Unmodelled code:");
+        for u in &report.unmodelled {
+            match line_of(u.span) {
+                Some(line) => {
+                    let _ = writeln!(md, "- line {line}: {}", u.what);
+                }
+                None => {
+                    let _ = writeln!(md, "- in an included file: {}", u.what);
+                }
+            }
+        }
+        let _ = writeln!(md);
     }
     if !report.assumed_launch.is_empty() {
         let _ = writeln!(md, "Assumed launch: {}  ", report.assumed_launch);
@@ -309,8 +325,25 @@ mod tests {
 
     #[test]
     fn kernel_summary() {
-        let md = kernel_markdown(&race_report(TEXT));
+        let md = kernel_markdown(&race_report(TEXT), &|_| None);
         assert!(md.contains("kernel `shift`: **racy**"));
         assert!(md.contains("4 solver queries"));
+    }
+
+    #[test]
+    fn unknown_kernel_lists_its_unmodelled_code_by_line() {
+        let mut report = race_report(TEXT);
+        report.verdict = Verdict::Unknown;
+        report.unmodelled = vec![cudarace_ir::Unmodelled {
+            span: report.findings[0].span,
+            what: "call to `touch` whose body is not available".into(),
+        }];
+        let md = kernel_markdown(&report, &|_| Some(3));
+        assert!(
+            md.contains(
+                "Unmodelled code:\n- line 3: call to `touch` whose body is not available\n"
+            ),
+            "{md}"
+        );
     }
 }

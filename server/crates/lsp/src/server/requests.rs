@@ -27,7 +27,11 @@ impl State {
                 }
             }
             if hit(s.report.name_span) {
-                return Some(markdown(kernel_markdown(&s.report), s.report.name_span));
+                let line_of = |u: Span| (u.file.0 == 0).then(|| d.doc.range(u).start.line + 1);
+                return Some(markdown(
+                    kernel_markdown(&s.report, &line_of),
+                    s.report.name_span,
+                ));
             }
         }
         self.barrier_hover(d, offset)
