@@ -443,25 +443,14 @@ pub fn plan_kernel_until(
             "launched with one thread in all: the unmodelled code has no other thread of this kernel to race with".into(),
         );
     }
-    // An unmodelled load races only with a write: an array that no access and no other
-    // unmodelled code of the kernel writes cannot be raced on by it.
-    let written: std::collections::HashSet<cudarace_ir::ArrayId> = p
-        .accs
-        .iter()
-        .filter(|a| a.mode != AccessMode::Read)
-        .map(|a| a.array)
-        .chain(
-            p.opaque_arrays
-                .iter()
-                .filter(|o| !o.reads_only)
-                .map(|o| o.array),
-        )
-        .collect();
+    // An unmodelled load races only with a write: an array that no statement of the kernel
+    // writes (`Protocol::written`: stores, atomics, unmodelled code that may write) cannot be
+    // raced on by it.
     for o in p
         .opaque_arrays
         .iter()
         .filter(|_| !one_thread)
-        .filter(|o| !o.reads_only || written.contains(&o.array))
+        .filter(|o| !o.reads_only || p.written.contains(&o.array))
     {
         let note = format!(
             "`{}` may be accessed by unmodelled code ({})",

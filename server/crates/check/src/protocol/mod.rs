@@ -16,7 +16,6 @@ use cudarace_ir::{AccessId, AccessMode, ArrayId, Span};
 use cudarace_solver::{Sort, Term};
 use std::collections::{BTreeSet, HashMap};
 
-/// One access statement, its index and the path condition under which the thread executes it.
 /// An array an unmodelled effect may touch ([`cudarace_ir::Opaque`]).
 #[derive(Debug, Clone)]
 pub struct OpaqueUse {
@@ -28,6 +27,7 @@ pub struct OpaqueUse {
     pub span: Span,
 }
 
+/// One access statement, its index and the path condition under which the thread executes it.
 #[derive(Debug, Clone)]
 pub struct AccInfo {
     pub id: AccessId,
@@ -134,6 +134,8 @@ pub struct Protocol {
     pub has_grid_sync: bool,
     /// Symbolic execution stopped at its deadline: the protocol is incomplete.
     pub out_of_time: bool,
+    /// Arrays some statement of the kernel may write: a store, an atomic, or unmodelled code
+    /// that is not only a load.
     pub written: BTreeSet<ArrayId>,
     /// Values known to differ from others, keyed like [`Protocol::vars`].
     pub distinct: HashMap<String, DistinctVar>,

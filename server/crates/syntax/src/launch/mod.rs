@@ -548,6 +548,16 @@ impl<'t> HostEnv<'_, 't> {
 }
 
 /// The values as sizes, if all are positive.
+/// The dimension (0, 1, 2) a `dim3` component expression `v.x` / `v.y` / `v.z` names.
+fn dim3_component(field_expression: Node, text: &str) -> Option<usize> {
+    match node_text(field_expression.child_by_field_name("field")?, text) {
+        "x" => Some(0),
+        "y" => Some(1),
+        "z" => Some(2),
+        _ => None,
+    }
+}
+
 fn positive(vs: Vec<i64>) -> Option<Vec<u64>> {
     vs.into_iter()
         .map(|v| (v > 0).then_some(v as u64))

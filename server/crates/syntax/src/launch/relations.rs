@@ -146,12 +146,7 @@ impl<'t> HostEnv<'_, 't> {
             // A component of a `dim3` local (`int block_x = block.x;` passed on): its constant,
             // or the launch size written the same way.
             "field_expression" => {
-                let d = match node_text(e.child_by_field_name("field")?, self.text) {
-                    "x" => 0,
-                    "y" => 1,
-                    "z" => 2,
-                    _ => return None,
-                };
+                let d = dim3_component(e, self.text)?;
                 let v = e.child_by_field_name("argument")?;
                 if v.kind() != "identifier" {
                     return None;
@@ -348,12 +343,7 @@ impl<'t> HostEnv<'_, 't> {
             }
             // A component of a `dim3` local with one constant value (`threads.x`).
             "field_expression" => {
-                let d = match node_text(e.child_by_field_name("field")?, text) {
-                    "x" => 0,
-                    "y" => 1,
-                    "z" => 2,
-                    _ => return None,
-                };
+                let d = dim3_component(e, text)?;
                 let v = e.child_by_field_name("argument")?;
                 if v.kind() != "identifier" {
                     return None;

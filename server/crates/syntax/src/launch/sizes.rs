@@ -35,12 +35,7 @@ impl<'t> HostEnv<'_, 't> {
         if target.kind() != "field_expression" {
             return None;
         }
-        let d = match node_text(target.child_by_field_name("field")?, self.text) {
-            "x" => 0,
-            "y" => 1,
-            "z" => 2,
-            _ => return None,
-        };
+        let d = dim3_component(target, self.text)?;
         let value = n.child_by_field_name("right")?;
         let body = self.func_body?;
         let mut p = n.parent();
@@ -366,12 +361,7 @@ impl<'t> HostEnv<'_, 't> {
         if base.kind() != "identifier" || node_text(base, self.text) != name {
             return None;
         }
-        match node_text(target.child_by_field_name("field")?, self.text) {
-            "x" => Some(0),
-            "y" => Some(1),
-            "z" => Some(2),
-            _ => None,
-        }
+        dim3_component(target, self.text)
     }
 
     /// The values each dimension of the `dim3` local `name` may have at the launch when it is
