@@ -377,17 +377,31 @@ pub fn divmod_facts(terms: &[&Term], out: &mut Vec<Term>) {
         // `w`×`w` tile (a transpose, `(j % w)·w + j / w`) is below `w`, which nonlinear search
         // rarely finds. Only where the indices square `d` (`tile·w·w + …`): the lemma on every
         // division, or with other cofactors than `d`, slowed the decomposition of linear ids
-        // by `h` and `w` past the limit.
+        // by `h` and `w` past the limit. Its twin for `d <= -1` (`d < a/d`: C truncates, so
+        // `a/d == -(a/|d|) > -|d|`): a signed `w` may be negative, and without it Z3 searched
+        // that half of the query nonlinearly, near the time limit.
         if matches!(t, Term::Div(..)) && terms.iter().any(|x| squares(x, &d)) {
+            let below_square = lt(a.clone(), mul(d.clone(), d.clone()));
             push(
                 out,
                 Term::implies(
                     and(vec![
                         le(int(0), a.clone()),
                         le(int(1), d.clone()),
-                        lt(a.clone(), mul(d.clone(), d.clone())),
+                        below_square.clone(),
                     ]),
                     lt(q.clone(), d.clone()),
+                ),
+            );
+            push(
+                out,
+                Term::implies(
+                    and(vec![
+                        le(int(0), a.clone()),
+                        le(d.clone(), int(-1)),
+                        below_square,
+                    ]),
+                    lt(d.clone(), q.clone()),
                 ),
             );
         }
@@ -544,5 +558,31 @@ mod tests {
         let mut out = Vec::new();
         radix_lemmas(&idx("A"), &idx("B"), &mut out);
         assert!(out.is_empty(), "{out:?}");
+    }
+    /// A transposed cell of a `w`×`w` tile (`tile·w·w + (j % w)·w + j / w`, `j < w·w`): the
+    /// column `j / w` is inside the tile for a divisor of either sign (`j / w < w` for `w >= 1`,
+    /// `w < j / w` for `w <= -1`), and both facts are valid.
+    #[test]
+    fn column_of_a_square_tile_is_bounded_for_either_sign() {
+        let (j, w) = (Term::var("A.j"), Term::var("w"));
+        let idx = add(
+            mul(mul(Term::var("A.tile"), w.clone()), w.clone()),
+            add(
+                mul(rem(j.clone(), w.clone()), w.clone()),
+                div(j.clone(), w.clone()),
+            ),
+        );
+        let mut out = Vec::new();
+        divmod_facts(&[&idx], &mut out);
+        let q = div(j.clone(), w.clone());
+        let concludes = |c: &Term| {
+            out.iter()
+                .any(|l| matches!(l, Term::Implies(_, x) if **x == *c))
+        };
+        assert!(concludes(&lt(q.clone(), w.clone())), "{out:?}");
+        assert!(concludes(&lt(w.clone(), q.clone())), "{out:?}");
+        for l in &out {
+            assert!(valid(l), "not valid: {}", show(l));
+        }
     }
 }
