@@ -6,11 +6,13 @@ use crate::config::{kernel_check_options, Config};
 use crate::crash;
 use crate::report::FileReport;
 use crate::suppress;
+use cudarace_check::race_cap::{RaceGate, Step, NOT_ASKED};
 use cudarace_check::{finish_kernel, plan_kernel_until, CheckOptions};
 use cudarace_ir::{FileIr, Kernel, KernelReport, SourceFile, Verdict};
 use cudarace_solver::{Answer, CancelToken, Query, SolverPool};
 use cudarace_syntax::{lower_source, FrontendOptions};
 use std::any::Any;
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
@@ -301,6 +303,7 @@ fn first_pass<'k>(
     let order = plan.solve_order();
     solve_before(
         &plan.queries,
+        RaceGate::new(&plan, &order, &answers),
         &order,
         &mut answers,
         first,
@@ -345,6 +348,7 @@ fn second_pass(
     let mut answers = p.answers.clone();
     solve_before(
         &p.plan.queries,
+        RaceGate::new(&p.plan, &again, &answers),
         &again,
         &mut answers,
         p.limits,
@@ -417,13 +421,15 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panic_message(&*payload))
 }
 
-/// Submits the queries `order` names (indices, in that order) to the pool under `limits` and
-/// writes their answers into `answers`, waiting no longer than `deadline`; the queries not
-/// answered by then are cancelled and answered `unknown` (those already answered keep their
-/// answers). The other entries of `answers` are left as they are.
+/// Submits the queries `order` names (indices) to the pool under `limits` and writes their
+/// answers into `answers`, waiting no longer than `deadline`; the queries not answered by then
+/// are cancelled and answered `unknown` (those already answered keep their answers). The other
+/// entries of `answers` are left as they are. Pairs of an array with enough races found before
+/// them are not asked (see `cudarace_check::race_cap`): they are answered "not asked".
 #[allow(clippy::too_many_arguments)]
 fn solve_before(
     queries: &[Query],
+    mut gate: RaceGate,
     order: &[usize],
     answers: &mut [Answer],
     limits: cudarace_solver::Limits,
@@ -442,14 +448,35 @@ fn solve_before(
         }
         return;
     }
-    let receivers: Vec<(usize, _)> = order
-        .iter()
-        .filter_map(|&i| {
-            let q = queries.get(i)?;
-            Some((i, pool.submit(q.clone(), limits, cancel.clone())))
-        })
-        .collect();
-    for (i, rx) in receivers {
+    let mut in_flight: VecDeque<(usize, _)> = VecDeque::new();
+    let mut handed_out = vec![false; answers.len()];
+    loop {
+        // Everything the gate lets through now goes to the pool (which works in order).
+        while !cancel.is_cancelled() {
+            match gate.next_step() {
+                Some(Step::Ask(i)) => {
+                    let Some(q) = queries.get(i) else {
+                        continue;
+                    };
+                    if let Some(h) = handed_out.get_mut(i) {
+                        *h = true;
+                    }
+                    in_flight.push_back((i, pool.submit(q.clone(), limits, cancel.clone())));
+                }
+                Some(Step::Skip(i)) => {
+                    if let Some(h) = handed_out.get_mut(i) {
+                        *h = true;
+                    }
+                    if let Some(a) = answers.get_mut(i) {
+                        *a = Answer::Unknown(NOT_ASKED.to_string());
+                    }
+                }
+                None => break,
+            }
+        }
+        let Some((i, rx)) = in_flight.pop_front() else {
+            break;
+        };
         let answer = if cancel.is_cancelled() {
             match rx.try_recv() {
                 Ok(Answer::Unknown(r)) if r == "cancelled" => out_of_budget(opts, spent),
@@ -469,8 +496,17 @@ fn solve_before(
                 }
             }
         };
+        gate.answered(i, &answer);
         if let Some(a) = answers.get_mut(i) {
             *a = answer;
+        }
+    }
+    // Stopped by the deadline: what the gate had not handed out yet was not asked in time.
+    for &i in order {
+        if !handed_out.get(i).copied().unwrap_or(true) {
+            if let Some(a) = answers.get_mut(i) {
+                *a = out_of_budget(opts, spent);
+            }
         }
     }
 }
@@ -742,6 +778,7 @@ mod tests {
         let limits = Limits::default();
         solve_before(
             &queries,
+            RaceGate::by_array(queries.len(), &|_| None, &order, &answers),
             &order,
             &mut answers,
             limits,
@@ -757,6 +794,7 @@ mod tests {
         let mut answers = vec![Answer::Unsat; 6];
         solve_before(
             &queries,
+            RaceGate::by_array(queries.len(), &|_| None, &[5, 3, 0, 1, 2, 4], &answers),
             &[5, 3, 0, 1, 2, 4],
             &mut answers,
             limits,
@@ -877,6 +915,7 @@ mod tests {
         let mut answers = vec![Answer::Unsat; 50];
         solve_before(
             &queries,
+            RaceGate::by_array(queries.len(), &|_| None, &order, &answers),
             &order,
             &mut answers,
             Limits::default(),

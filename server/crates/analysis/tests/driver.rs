@@ -90,3 +90,24 @@ fn kernels_past_the_file_budget_are_unknown() {
     );
     assert_eq!(r.kernels[0].verdict, Verdict::Racy);
 }
+
+/// Ten stores to neighbouring cells race pairwise (45 racy pairs): 32 races on the array are
+/// reported, its other pairs are not asked, and the reason says how many were left out.
+#[test]
+fn racy_pairs_past_the_cap_are_not_checked() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../tests/fixtures/global/racy_pairs_past_the_cap_are_not_checked.cu");
+    let text = std::fs::read_to_string(&path).expect("the fixture");
+    let pool = SolverPool::new(2);
+    let r = analyze_source(Some(&path), &text, &Options::default(), &pool);
+    let k = &r.kernels[0];
+    assert_eq!(k.verdict, Verdict::Racy);
+    assert_eq!(k.findings.len(), 32, "{:?}", k.reason);
+    let reason = k.reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains(
+            "32 races on `out` were found first: its other 18 pairs of accesses were not checked"
+        ),
+        "{reason}"
+    );
+}

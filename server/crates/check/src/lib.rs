@@ -41,6 +41,7 @@ pub mod launch;
 pub mod layout;
 mod lemmas;
 pub mod protocol;
+pub mod race_cap;
 pub mod separable;
 pub mod split;
 pub mod terms;
@@ -1226,7 +1227,19 @@ pub fn finish_kernel(plan: &KernelPlan, answers: Vec<Answer>, time_ms: f64) -> K
     let mut undecided: Vec<(&Item, Option<&str>)> = Vec::new();
     // Races found, and among them those an unmodelled call between the accesses could prevent.
     let (mut races_found, mut preventable) = (0usize, 0usize);
+    // Pairs left out after enough races on their array (see `race_cap`), per array.
+    let capped = plan.capped(&answers);
+    let mut left_out: Vec<(&str, usize)> = Vec::new();
     for (i, item) in meta.items.iter().enumerate() {
+        if capped.get(i).copied().unwrap_or(false) {
+            if let Item::Race { array, .. } = item {
+                match left_out.iter_mut().find(|(a, _)| a == array) {
+                    Some((_, n)) => *n += 1,
+                    None => left_out.push((array, 1)),
+                }
+            }
+            continue;
+        }
         match answers.get(i) {
             Some(Answer::Sat(model)) => {
                 if let Item::Race { may_sync, .. } = item {
@@ -1263,6 +1276,18 @@ pub fn finish_kernel(plan: &KernelPlan, answers: Vec<Answer>, time_ms: f64) -> K
         notes.push(n.clone());
     }
     notes.extend(unknowns.iter().cloned());
+    let not_checked: Vec<String> = left_out
+        .iter()
+        .map(|(array, n)| {
+            format!(
+                "{} races on `{array}` were found first: its other {n} pair{} of accesses {} not checked",
+                race_cap::MAX_RACES_PER_ARRAY,
+                if *n == 1 { "" } else { "s" },
+                if *n == 1 { "was" } else { "were" },
+            )
+        })
+        .collect();
+    notes.extend(not_checked.iter().cloned());
     let only_preventable = races_found > 0 && preventable == races_found;
     if races && only_preventable {
         notes.push(
@@ -1275,6 +1300,7 @@ pub fn finish_kernel(plan: &KernelPlan, answers: Vec<Answer>, time_ms: f64) -> K
     } else if divergent {
         Verdict::Divergent
     } else if !unknowns.is_empty()
+        || !not_checked.is_empty()
         || !meta.unknown_notes.is_empty()
         || meta.may_sync_note.is_some()
         || only_preventable
