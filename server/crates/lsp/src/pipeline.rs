@@ -4,6 +4,8 @@
 pub use cudarace_analysis::config::{Config, ConfigError, Level, CONFIG_FILE_NAME};
 pub use cudarace_analysis::suppress::{assess, Assessment, Notice, Suppression};
 pub use cudarace_analysis::{kernel_check_options, Options};
-pub use cudarace_check::{finish_kernel, plan_kernel, plan_kernel_until, CheckOptions, KernelPlan};
+pub use cudarace_check::{
+    finish_kernel, plan_kernel, plan_kernel_until, race_cap, CheckOptions, KernelPlan,
+};
 pub use cudarace_solver::{Answer, CancelToken, Limits, Query, SolverPool};
 pub use cudarace_syntax::{lower, parse, tree_sitter, FrontendOptions};

@@ -5,13 +5,14 @@
 //! waiting and publishes nothing, and its queries are cancelled (dropped from the pool's queue or
 //! interrupted) unless the newer version's check still needs them (see [`crate::inflight`]).
 
-use crate::cache::{kernel_fingerprint, AnswerCache, ReportCache};
+use crate::cache::{kernel_fingerprint, AnswerCache, Fingerprint, ReportCache};
 use crate::hover::kernel_barriers;
 use crate::inflight::{Inflight, Slot};
+use crate::pipeline::race_cap::{RaceGate, Step, NOT_ASKED};
 use crate::pipeline::tree_sitter::Tree;
 use crate::pipeline::{
-    finish_kernel, kernel_check_options, lower, plan_kernel_until, Answer, CancelToken, Options,
-    Query, SolverPool,
+    finish_kernel, kernel_check_options, lower, plan_kernel_until, Answer, CancelToken, KernelPlan,
+    Limits, Options, Query, SolverPool,
 };
 use cudarace_ir::{Barrier, FileIr, Kernel, KernelReport, SourceFile, Verdict};
 use std::collections::HashMap;
@@ -130,10 +131,82 @@ fn internal_error_report(kernel: &Kernel, what: &str) -> KernelReport {
     }
 }
 
+#[derive(Clone)]
 enum Pending {
     Ready(Answer),
     /// Index into the job's held slots.
     Solving(usize),
+}
+
+/// Asks for one query's answer: from the answer cache, from this job (the same query in
+/// another kernel), or from the pool (joining an earlier check that is solving it).
+fn submit(
+    engine: &Engine,
+    pool: &Arc<SolverPool>,
+    limits: Limits,
+    held: &mut Vec<Arc<Slot>>,
+    in_job: &mut HashMap<Query, usize>,
+    totals: &mut CheckTotals,
+    q: &Query,
+) -> Pending {
+    if let Some(answer) = engine.answers.get(q, limits) {
+        totals.queries_from_cache += 1;
+        return Pending::Ready(answer);
+    }
+    if let Some(&i) = in_job.get(q) {
+        totals.queries_from_cache += 1;
+        return Pending::Solving(i);
+    }
+    // Joining a query that an earlier check is solving counts as answered from the cache:
+    // this check does not ask the solver.
+    let (slot, submitted) = engine.inflight.acquire(pool, q, limits);
+    if submitted {
+        totals.queries_solved += 1;
+    } else {
+        totals.queries_from_cache += 1;
+    }
+    in_job.insert(q.clone(), held.len());
+    held.push(slot);
+    Pending::Solving(held.len() - 1)
+}
+
+/// A planned kernel waiting for its answers.
+struct Waiting<'a> {
+    kernel: &'a Kernel,
+    key: &'a String,
+    fingerprint: Fingerprint,
+    plan: &'a KernelPlan,
+    plan_time: std::time::Duration,
+    gate: RaceGate,
+    /// Per query: how its answer comes (`None`: not handed out yet).
+    pending: Vec<Option<Pending>>,
+    answers: Vec<Option<Answer>>,
+}
+
+impl Waiting<'_> {
+    /// Hands out every query the gate lets through now (`submit` asks the caches or the pool).
+    fn hand_out(&mut self, submit: &mut dyn FnMut(&Query) -> Pending) {
+        while let Some(step) = self.gate.next_step() {
+            match step {
+                Step::Ask(i) => {
+                    let Some(q) = self.plan.queries.get(i) else {
+                        continue;
+                    };
+                    let p = submit(q);
+                    if let Pending::Ready(a) = &p {
+                        self.gate.answered(i, a);
+                        self.answers[i] = Some(a.clone());
+                    }
+                    self.pending[i] = Some(p);
+                }
+                Step::Skip(i) => {
+                    let a = Answer::Unknown(NOT_ASKED.to_string());
+                    self.pending[i] = Some(Pending::Ready(a.clone()));
+                    self.answers[i] = Some(a);
+                }
+            }
+        }
+    }
 }
 
 /// Checks one version. `only` restricts the check to the kernel with that key (fix verification).
@@ -214,7 +287,7 @@ pub fn run_check(
     let pool = engine.pool();
     let limits = opts.check.limits;
     let mut held: Vec<Arc<Slot>> = Vec::new();
-    let mut in_job: HashMap<&Query, usize> = HashMap::new();
+    let mut in_job: HashMap<Query, usize> = HashMap::new();
     let mut plans = Vec::new();
     for (kernel, key, fingerprint) in todo {
         let plan_started = Instant::now();
@@ -238,79 +311,84 @@ pub fn run_check(
             return None;
         }
     }
-    let mut planned = Vec::new();
-    for (kernel, key, fingerprint, plan, plan_time) in &plans {
-        let pending: Vec<Pending> = plan
-            .queries
-            .iter()
-            .map(|q| {
-                if let Some(answer) = engine.answers.get(q, limits) {
-                    totals.queries_from_cache += 1;
-                    return Pending::Ready(answer);
-                }
-                if let Some(&i) = in_job.get(q) {
-                    totals.queries_from_cache += 1;
-                    return Pending::Solving(i);
-                }
-                // Joining a query that an earlier check is solving counts as answered from the
-                // cache: this check does not ask the solver.
-                let (slot, submitted) = engine.inflight.acquire(&pool, q, limits);
-                if submitted {
-                    totals.queries_solved += 1;
-                } else {
-                    totals.queries_from_cache += 1;
-                }
-                in_job.insert(q, held.len());
-                held.push(slot);
-                Pending::Solving(held.len() - 1)
-            })
-            .collect();
-        planned.push((*kernel, key, *fingerprint, plan, pending, *plan_time));
+    // Each kernel's queries go out through its gate (see `race_cap`): an array with enough
+    // races found is not asked further.
+    let mut waiting: Vec<Waiting> = plans
+        .iter()
+        .map(|(kernel, key, fingerprint, plan, plan_time)| Waiting {
+            kernel,
+            key,
+            fingerprint: *fingerprint,
+            plan,
+            plan_time: *plan_time,
+            gate: RaceGate::new(plan, &plan.solve_order(), &[]),
+            pending: vec![None; plan.queries.len()],
+            answers: vec![None; plan.queries.len()],
+        })
+        .collect();
+    for w in waiting.iter_mut() {
+        w.hand_out(&mut |q| {
+            submit(
+                engine,
+                &pool,
+                limits,
+                &mut held,
+                &mut in_job,
+                &mut totals,
+                q,
+            )
+        });
     }
 
     // Kernels are finished as their answers arrive, not in file order: a kernel whose queries
     // are slow (a solver timeout) does not hold back the diagnostics of the kernels after it.
-    let mut waiting: Vec<_> = planned
-        .into_iter()
-        .map(|(kernel, key, fingerprint, plan, pending, plan_time)| {
-            let answers: Vec<Option<Answer>> = pending
-                .iter()
-                .map(|p| match p {
-                    Pending::Ready(a) => Some(a.clone()),
-                    Pending::Solving(_) => None,
-                })
-                .collect();
-            (kernel, key, fingerprint, plan, pending, plan_time, answers)
-        })
-        .collect();
     let waited = Instant::now();
     while !waiting.is_empty() {
         let mut finished = Vec::new();
-        for (w, (_, _, _, _, pending, _, answers)) in waiting.iter_mut().enumerate() {
-            for (p, a) in pending.iter().zip(answers.iter_mut()) {
-                if let (Pending::Solving(i), None) = (p, &a) {
-                    *a = engine.inflight.try_answer(&held[*i], &engine.answers);
+        for (n, w) in waiting.iter_mut().enumerate() {
+            let mut arrived = false;
+            for i in 0..w.pending.len() {
+                if let (Some(Pending::Solving(h)), None) = (&w.pending[i], &w.answers[i]) {
+                    if let Some(a) = engine.inflight.try_answer(&held[*h], &engine.answers) {
+                        w.gate.answered(i, &a);
+                        w.answers[i] = Some(a);
+                        arrived = true;
+                    }
                 }
             }
-            if answers.iter().all(Option::is_some) {
-                finished.push(w);
+            if arrived {
+                w.hand_out(&mut |q| {
+                    submit(
+                        engine,
+                        &pool,
+                        limits,
+                        &mut held,
+                        &mut in_job,
+                        &mut totals,
+                        q,
+                    )
+                });
+            }
+            if w.answers.iter().all(Option::is_some) {
+                finished.push(n);
             }
         }
         if finished.is_empty() {
             // Nothing new: wait for the first missing answer of the first waiting kernel (a
             // short wait; then every kernel is looked at again).
-            let first = waiting
-                .iter()
-                .find_map(|(_, _, _, _, pending, _, answers)| {
-                    pending.iter().zip(answers).find_map(|(p, a)| match (p, a) {
-                        (Pending::Solving(i), None) => Some(*i),
+            let first = waiting.iter().find_map(|w| {
+                w.pending
+                    .iter()
+                    .zip(&w.answers)
+                    .find_map(|(p, a)| match (p, a) {
+                        (Some(Pending::Solving(h)), None) => Some(*h),
                         _ => None,
                     })
-                });
-            if let Some(i) = first {
+            });
+            if let Some(h) = first {
                 if engine
                     .inflight
-                    .wait_for(&held[i], cancel, &engine.answers, FINISH_POLL)
+                    .wait_for(&held[h], cancel, &engine.answers, FINISH_POLL)
                     .is_err()
                 {
                     // Superseded: the next check may still need these queries.
@@ -320,13 +398,22 @@ pub fn run_check(
             }
             continue;
         }
-        let mut done: Vec<_> = finished
+        let mut done: Vec<Waiting> = finished
             .into_iter()
             .rev()
             .map(|w| waiting.remove(w))
             .collect();
         done.reverse();
-        for (kernel, key, fingerprint, plan, _, plan_time, answers) in done {
+        for Waiting {
+            kernel,
+            key,
+            fingerprint,
+            plan,
+            plan_time,
+            answers,
+            ..
+        } in done
+        {
             let answers: Vec<Answer> = answers.into_iter().flatten().collect();
             let complete = answers.iter().all(|a| match a {
                 Answer::Unknown(reason) => {

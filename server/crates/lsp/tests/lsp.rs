@@ -1194,3 +1194,28 @@ async fn cub_tempstorage_reuse_is_fixed_with_a_barrier_between_the_collectives()
     );
     c.shutdown().await;
 }
+
+/// Ten stores that race pairwise: the server reports 32 races on the array and does not ask
+/// the solver about the array's other pairs (the command line reports the same).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racy_pairs_past_the_cap_are_not_asked() {
+    let text = include_str!(
+        "../../../../tests/fixtures/global/racy_pairs_past_the_cap_are_not_checked.cu"
+    );
+    let uri = "file:///work/test/smear.cu";
+    let mut c = Client::initialized(json!({})).await;
+    c.open(uri, text);
+    let published = c.diagnostics(uri).await;
+    let stats = c.stats(uri).await;
+    // 55 pairs in the plan (45 racy ones): 37 asked until the 32nd race, 18 left out.
+    assert_eq!(stats["last"]["queriesSolved"], 37, "{stats:#}");
+    let messages: Vec<String> = races(&published)
+        .iter()
+        .map(|d| d["message"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        !messages.is_empty() && messages.len() <= 2 * 32,
+        "{published:#}"
+    );
+    c.shutdown().await;
+}
