@@ -8,7 +8,7 @@
 
 use crate::align::Inst;
 use crate::launch::{DimSpec, Launch};
-use crate::lemmas::{divmod_facts, equal_candidates, quotient_lemma, radix_lemmas};
+use crate::lemmas::{divmod_facts, equal_candidates, quotient_lemma, radix_lemmas, rotation_lemma};
 use crate::protocol::{var_key, Protocol};
 use crate::split::AccessPair;
 use crate::terms::*;
@@ -840,10 +840,13 @@ fn index_lemmas(ia: &[Term], ib: &[Term]) -> Vec<Term> {
         radix_lemmas(x, y, &mut out);
         let mut pairs = Vec::new();
         equal_candidates(x, y, &mut pairs);
-        for (p, q, d) in &pairs {
-            radix_lemmas(p, q, &mut out);
-            if let Some(d) = d {
-                out.push(quotient_lemma(p, q, d));
+        for c in &pairs {
+            radix_lemmas(&c.a, &c.b, &mut out);
+            if let Some(d) = &c.divisor {
+                out.push(quotient_lemma(&c.a, &c.b, d));
+                if c.remainder {
+                    out.push(rotation_lemma(&c.a, &c.b, d));
+                }
             }
         }
     }

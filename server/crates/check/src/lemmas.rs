@@ -252,10 +252,21 @@ fn radix_rec(x: &Term, y: &Term, depth: usize, out: &mut Vec<Term>) {
     }
 }
 
+/// Thread A's and thread B's operands of divisions at the same place (see [`equal_candidates`]).
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub a: Term,
+    pub b: Term,
+    /// The divisor of a C division or remainder (`None` for a mathematical modulo).
+    pub divisor: Option<Term>,
+    /// A C remainder takes them (not only a division).
+    pub remainder: bool,
+}
+
 /// Pairs of thread A's and thread B's terms at the same place of `x` and `y` whose equality
 /// the query may imply: the operands of divisions and remainders by the same divisor (the
 /// linear id a kernel splits into coordinates). `x` and `y` themselves are not included.
-pub fn equal_candidates(x: &Term, y: &Term, out: &mut Vec<(Term, Term, Option<Term>)>) {
+pub fn equal_candidates(x: &Term, y: &Term, out: &mut Vec<Candidate>) {
     if x == y || out.len() >= 8 {
         return;
     }
@@ -265,9 +276,16 @@ pub fn equal_candidates(x: &Term, y: &Term, out: &mut Vec<(Term, Term, Option<Te
         | (Term::Mod(a, d), Term::Mod(b, e))
             if d == e =>
         {
-            if a != b && !out.iter().any(|(p, q, _)| **a == *p && **b == *q) {
-                let c = matches!(x, Term::Div(..) | Term::Rem(..)).then(|| (**d).clone());
-                out.push(((**a).clone(), (**b).clone(), c));
+            let remainder = matches!(x, Term::Rem(..));
+            match out.iter_mut().find(|c| **a == c.a && **b == c.b) {
+                Some(c) => c.remainder |= remainder,
+                None if a != b => out.push(Candidate {
+                    a: (**a).clone(),
+                    b: (**b).clone(),
+                    divisor: matches!(x, Term::Div(..) | Term::Rem(..)).then(|| (**d).clone()),
+                    remainder,
+                }),
+                None => {}
             }
             equal_candidates(a, b, out);
         }
@@ -294,6 +312,33 @@ pub fn quotient_lemma(p: &Term, q: &Term, d: &Term) -> Term {
             not(eq(d.clone(), int(0))),
             eq(div(p.clone(), d.clone()), div(q.clone(), d.clone())),
             eq(rem(p.clone(), d.clone()), rem(q.clone(), d.clone())),
+        ]),
+        eq(p.clone(), q.clone()),
+    )
+}
+
+/// For two threads' operands `p`, `q` of remainders by the same `d` (see [`equal_candidates`]):
+/// `p % d == q % d ∧ |p - q| < |d| ⇒ p == q` (valid for C remainders of any signs: equal
+/// nonzero remainders have the dividends' common sign, so `p - q` is a multiple of `d`; equal
+/// zero ones make both multiples). A rotated coordinate `(y + shift) % H` of two blocks `y < H`
+/// apart by less than `H` is then the same block's: without it Z3 searched the multiples of `H`.
+pub fn rotation_lemma(p: &Term, q: &Term, d: &Term) -> Term {
+    let close = |m: Term| {
+        and(vec![
+            lt(sub(p.clone(), q.clone()), m.clone()),
+            lt(sub(q.clone(), p.clone()), m),
+        ])
+    };
+    Term::implies(
+        and(vec![
+            eq(rem(p.clone(), d.clone()), rem(q.clone(), d.clone())),
+            or(vec![
+                and(vec![le(int(1), d.clone()), close(d.clone())]),
+                and(vec![
+                    le(d.clone(), int(-1)),
+                    close(Term::Neg(Arc::new(d.clone()))),
+                ]),
+            ]),
         ]),
         eq(p.clone(), q.clone()),
     )
@@ -584,5 +629,53 @@ mod tests {
         for l in &out {
             assert!(valid(l), "not valid: {}", show(l));
         }
+    }
+    /// `(A.y + s) % h` against `(B.y + s) % h`: the remainder operands are candidates, the
+    /// rotation lemma holds for all values, and with the blocks less than `h` apart it gives
+    /// the same block.
+    #[test]
+    fn rotated_coordinates_are_equal_when_less_than_the_divisor_apart() {
+        let rotated = |t: &str| {
+            rem(
+                add(Term::var(format!("{t}.y")), Term::var("s")),
+                Term::var("h"),
+            )
+        };
+        let mut pairs = Vec::new();
+        equal_candidates(&rotated("A"), &rotated("B"), &mut pairs);
+        let c = pairs.first().expect("a candidate");
+        assert!(c.remainder);
+        let lemma = rotation_lemma(&c.a, &c.b, c.divisor.as_ref().unwrap());
+        // Z3 cannot prove it (nonlinear remainders of symbolic divisors): every small value
+        // instead, all signs, C's truncating remainder (as the encoder's semantics).
+        for ay in -12..=12 {
+            for by in -12..=12 {
+                for s in -5..=5 {
+                    for h in (-6..=6).filter(|h| *h != 0) {
+                        let m: std::collections::BTreeMap<String, i64> = [
+                            ("A.y".to_string(), ay),
+                            ("B.y".to_string(), by),
+                            ("s".to_string(), s),
+                            ("h".to_string(), h),
+                        ]
+                        .into();
+                        assert_eq!(
+                            crate::witness::eval_bool(&lemma, &m),
+                            Some(true),
+                            "{m:?}: {}",
+                            show(&lemma)
+                        );
+                    }
+                }
+            }
+        }
+        // A division alone gives no rotation.
+        let mut pairs = Vec::new();
+        equal_candidates(
+            &div(Term::var("A.y"), Term::var("h")),
+            &div(Term::var("B.y"), Term::var("h")),
+            &mut pairs,
+        );
+        assert!(pairs.iter().all(|c| !c.remainder));
     }
 }
