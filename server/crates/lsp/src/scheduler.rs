@@ -138,36 +138,41 @@ enum Pending {
     Solving(usize),
 }
 
-/// Asks for one query's answer: from the answer cache, from this job (the same query in
-/// another kernel), or from the pool (joining an earlier check that is solving it).
-fn submit(
-    engine: &Engine,
-    pool: &Arc<SolverPool>,
+/// How a job asks for answers: the slots it holds in the pool, which query of the job each
+/// one answers, and its counts.
+struct Asker<'e> {
+    engine: &'e Engine,
+    pool: Arc<SolverPool>,
     limits: Limits,
-    held: &mut Vec<Arc<Slot>>,
-    in_job: &mut HashMap<Query, usize>,
-    totals: &mut CheckTotals,
-    q: &Query,
-) -> Pending {
-    if let Some(answer) = engine.answers.get(q, limits) {
-        totals.queries_from_cache += 1;
-        return Pending::Ready(answer);
+    held: Vec<Arc<Slot>>,
+    in_job: HashMap<Query, usize>,
+    totals: CheckTotals,
+}
+
+impl Asker<'_> {
+    /// Asks for one query's answer: from the answer cache, from this job (the same query in
+    /// another kernel), or from the pool (joining an earlier check that is solving it).
+    fn submit(&mut self, q: &Query) -> Pending {
+        if let Some(answer) = self.engine.answers.get(q, self.limits) {
+            self.totals.queries_from_cache += 1;
+            return Pending::Ready(answer);
+        }
+        if let Some(&i) = self.in_job.get(q) {
+            self.totals.queries_from_cache += 1;
+            return Pending::Solving(i);
+        }
+        // Joining a query that an earlier check is solving counts as answered from the cache:
+        // this check does not ask the solver.
+        let (slot, submitted) = self.engine.inflight.acquire(&self.pool, q, self.limits);
+        if submitted {
+            self.totals.queries_solved += 1;
+        } else {
+            self.totals.queries_from_cache += 1;
+        }
+        self.in_job.insert(q.clone(), self.held.len());
+        self.held.push(slot);
+        Pending::Solving(self.held.len() - 1)
     }
-    if let Some(&i) = in_job.get(q) {
-        totals.queries_from_cache += 1;
-        return Pending::Solving(i);
-    }
-    // Joining a query that an earlier check is solving counts as answered from the cache:
-    // this check does not ask the solver.
-    let (slot, submitted) = engine.inflight.acquire(pool, q, limits);
-    if submitted {
-        totals.queries_solved += 1;
-    } else {
-        totals.queries_from_cache += 1;
-    }
-    in_job.insert(q.clone(), held.len());
-    held.push(slot);
-    Pending::Solving(held.len() - 1)
 }
 
 /// A planned kernel waiting for its answers.
@@ -282,12 +287,9 @@ pub fn run_check(
         files: Arc::new(file.files.clone()),
     });
 
-    // Plan every changed kernel and submit all their unanswered queries at once, so that the
-    // pool works on all of them in parallel; then finish the kernels in file order.
-    let pool = engine.pool();
-    let limits = opts.check.limits;
-    let mut held: Vec<Arc<Slot>> = Vec::new();
-    let mut in_job: HashMap<Query, usize> = HashMap::new();
+    // Plan every changed kernel and submit all their unanswered queries at once (as far as
+    // each kernel's gate lets them through), so that the pool works on all of them in
+    // parallel; then finish the kernels as their answers arrive.
     let mut plans = Vec::new();
     for (kernel, key, fingerprint) in todo {
         let plan_started = Instant::now();
@@ -326,18 +328,16 @@ pub fn run_check(
             answers: vec![None; plan.queries.len()],
         })
         .collect();
+    let mut asker = Asker {
+        engine,
+        pool: engine.pool(),
+        limits: opts.check.limits,
+        held: Vec::new(),
+        in_job: HashMap::new(),
+        totals,
+    };
     for w in waiting.iter_mut() {
-        w.hand_out(&mut |q| {
-            submit(
-                engine,
-                &pool,
-                limits,
-                &mut held,
-                &mut in_job,
-                &mut totals,
-                q,
-            )
-        });
+        w.hand_out(&mut |q| asker.submit(q));
     }
 
     // Kernels are finished as their answers arrive, not in file order: a kernel whose queries
@@ -349,7 +349,7 @@ pub fn run_check(
             let mut arrived = false;
             for i in 0..w.pending.len() {
                 if let (Some(Pending::Solving(h)), None) = (&w.pending[i], &w.answers[i]) {
-                    if let Some(a) = engine.inflight.try_answer(&held[*h], &engine.answers) {
+                    if let Some(a) = engine.inflight.try_answer(&asker.held[*h], &engine.answers) {
                         w.gate.answered(i, &a);
                         w.answers[i] = Some(a);
                         arrived = true;
@@ -357,17 +357,7 @@ pub fn run_check(
                 }
             }
             if arrived {
-                w.hand_out(&mut |q| {
-                    submit(
-                        engine,
-                        &pool,
-                        limits,
-                        &mut held,
-                        &mut in_job,
-                        &mut totals,
-                        q,
-                    )
-                });
+                w.hand_out(&mut |q| asker.submit(q));
             }
             if w.answers.iter().all(Option::is_some) {
                 finished.push(n);
@@ -388,11 +378,11 @@ pub fn run_check(
             if let Some(h) = first {
                 if engine
                     .inflight
-                    .wait_for(&held[h], cancel, &engine.answers, FINISH_POLL)
+                    .wait_for(&asker.held[h], cancel, &engine.answers, FINISH_POLL)
                     .is_err()
                 {
                     // Superseded: the next check may still need these queries.
-                    engine.inflight.release_later(held);
+                    engine.inflight.release_later(asker.held);
                     return None;
                 }
             }
@@ -437,7 +427,8 @@ pub fn run_check(
             });
         }
     }
-    engine.inflight.release(held);
+    engine.inflight.release(asker.held);
+    let mut totals = asker.totals;
     totals.time_ms = started.elapsed().as_secs_f64() * 1e3;
     Some(totals)
 }
