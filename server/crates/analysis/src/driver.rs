@@ -217,6 +217,19 @@ pub const FIRST_PASS_QUERY_TIME: Duration = Duration::from_millis(250);
 /// The time one kernel's queries get in the first pass (planning aside).
 pub const FIRST_PASS_KERNEL_TIME: Duration = Duration::from_millis(500);
 
+/// With a second pass to come, the first gives a kernel's queries a slice of time from the
+/// end of its planning (`planned`), within its `deadline`: what is not answered by then is
+/// asked again in the second pass (as a query the short limit stopped). From the end of the
+/// planning, because a kernel of hundreds of pairs can spend 0.5 s encoding them: it then got
+/// no answer in the first pass and came last in the second (LBPM's lattice kernels under the
+/// file's budget).
+fn first_pass_slice(planned: Instant, deadline: Instant, spent: Spent) -> (Instant, Spent) {
+    match planned + FIRST_PASS_KERNEL_TIME {
+        slice if slice < deadline => (slice, Spent::FirstPass),
+        _ => (deadline, spent),
+    }
+}
+
 /// A kernel after the first pass.
 enum Stage<'k> {
     Done(KernelReport),
@@ -290,11 +303,10 @@ fn first_pass<'k>(
         ..full
     };
     let two_passes = first.timeout_ms < full.timeout_ms;
-    // With a second pass to come, the first gives the kernel a slice of time: what is not
-    // answered by then is asked again in the second pass (as a query the short limit stopped).
-    let (deadline, spent) = match started + FIRST_PASS_KERNEL_TIME {
-        slice if two_passes && slice < deadline => (slice, Spent::FirstPass),
-        _ => (deadline, spent),
+    let (deadline, spent) = if two_passes {
+        first_pass_slice(Instant::now(), deadline, spent)
+    } else {
+        (deadline, spent)
     };
     // Every query in the order is answered below; one that were not would stay undecided,
     // never race-free.
@@ -905,6 +917,22 @@ mod tests {
             "{:?}",
             report.reason
         );
+    }
+
+    /// The first pass's slice counts from the end of the kernel's planning, within its
+    /// deadline.
+    #[test]
+    fn the_first_pass_slice_starts_after_planning() {
+        let started = Instant::now();
+        let planned = started + Duration::from_millis(900);
+        let far = started + Duration::from_secs(60);
+        let (until, spent) = first_pass_slice(planned, far, Spent::Kernel);
+        assert_eq!(until, planned + FIRST_PASS_KERNEL_TIME);
+        assert!(matches!(spent, Spent::FirstPass));
+        let near = planned + Duration::from_millis(100);
+        let (until, spent) = first_pass_slice(planned, near, Spent::File);
+        assert_eq!(until, near);
+        assert!(matches!(spent, Spent::File));
     }
 
     #[test]
