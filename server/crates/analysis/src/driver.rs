@@ -315,7 +315,7 @@ fn first_pass<'k>(
     let order = plan.solve_order();
     solve_before(
         &plan.queries,
-        RaceGate::new(&plan, &order, &answers),
+        &|i| plan.race_array(i),
         &order,
         &mut answers,
         first,
@@ -360,7 +360,7 @@ fn second_pass(
     let mut answers = p.answers.clone();
     solve_before(
         &p.plan.queries,
-        RaceGate::new(&p.plan, &again, &answers),
+        &|i| p.plan.race_array(i),
         &again,
         &mut answers,
         p.limits,
@@ -436,12 +436,13 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 /// Submits the queries `order` names (indices) to the pool under `limits` and writes their
 /// answers into `answers`, waiting no longer than `deadline`; the queries not answered by then
 /// are cancelled and answered `unknown` (those already answered keep their answers). The other
-/// entries of `answers` are left as they are. Pairs of an array with enough races found before
-/// them are not asked (see `cudarace_check::race_cap`): they are answered "not asked".
+/// entries of `answers` are left as they are. Pairs of an array (`race_array` names each
+/// query's) with enough races found before them are not asked (see
+/// `cudarace_check::race_cap`): they are answered "not asked".
 #[allow(clippy::too_many_arguments)]
-fn solve_before(
+fn solve_before<'a>(
     queries: &[Query],
-    mut gate: RaceGate,
+    race_array: &dyn Fn(usize) -> Option<&'a str>,
     order: &[usize],
     answers: &mut [Answer],
     limits: cudarace_solver::Limits,
@@ -460,6 +461,7 @@ fn solve_before(
         }
         return;
     }
+    let mut gate = RaceGate::by_array(queries.len(), race_array, order, answers);
     let mut in_flight: VecDeque<(usize, _)> = VecDeque::new();
     let mut handed_out = vec![false; answers.len()];
     loop {
@@ -790,7 +792,7 @@ mod tests {
         let limits = Limits::default();
         solve_before(
             &queries,
-            RaceGate::by_array(queries.len(), &|_| None, &order, &answers),
+            &|_| None,
             &order,
             &mut answers,
             limits,
@@ -806,7 +808,7 @@ mod tests {
         let mut answers = vec![Answer::Unsat; 6];
         solve_before(
             &queries,
-            RaceGate::by_array(queries.len(), &|_| None, &[5, 3, 0, 1, 2, 4], &answers),
+            &|_| None,
             &[5, 3, 0, 1, 2, 4],
             &mut answers,
             limits,
@@ -943,7 +945,7 @@ mod tests {
         let mut answers = vec![Answer::Unsat; 50];
         solve_before(
             &queries,
-            RaceGate::by_array(queries.len(), &|_| None, &order, &answers),
+            &|_| None,
             &order,
             &mut answers,
             Limits::default(),

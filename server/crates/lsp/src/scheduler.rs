@@ -140,19 +140,20 @@ enum Pending {
 
 /// How a job asks for answers: the slots it holds in the pool, which query of the job each
 /// one answers, and its counts.
-struct Asker<'e> {
+struct Asker<'e, 'p> {
     engine: &'e Engine,
     pool: Arc<SolverPool>,
     limits: Limits,
     held: Vec<Arc<Slot>>,
-    in_job: HashMap<Query, usize>,
+    /// Borrowed from the job's plans: no query is copied to find it again.
+    in_job: HashMap<&'p Query, usize>,
     totals: CheckTotals,
 }
 
-impl Asker<'_> {
+impl<'p> Asker<'_, 'p> {
     /// Asks for one query's answer: from the answer cache, from this job (the same query in
     /// another kernel), or from the pool (joining an earlier check that is solving it).
-    fn submit(&mut self, q: &Query) -> Pending {
+    fn submit(&mut self, q: &'p Query) -> Pending {
         if let Some(answer) = self.engine.answers.get(q, self.limits) {
             self.totals.queries_from_cache += 1;
             return Pending::Ready(answer);
@@ -169,7 +170,7 @@ impl Asker<'_> {
         } else {
             self.totals.queries_from_cache += 1;
         }
-        self.in_job.insert(q.clone(), self.held.len());
+        self.in_job.insert(q, self.held.len());
         self.held.push(slot);
         Pending::Solving(self.held.len() - 1)
     }
@@ -188,9 +189,9 @@ struct Waiting<'a> {
     answers: Vec<Option<Answer>>,
 }
 
-impl Waiting<'_> {
+impl<'a> Waiting<'a> {
     /// Hands out every query the gate lets through now (`submit` asks the caches or the pool).
-    fn hand_out(&mut self, submit: &mut dyn FnMut(&Query) -> Pending) {
+    fn hand_out(&mut self, submit: &mut dyn FnMut(&'a Query) -> Pending) {
         while let Some(step) = self.gate.next_step() {
             match step {
                 Step::Ask(i) => {
