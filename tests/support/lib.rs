@@ -8,6 +8,8 @@
 //!   `// expect: k1=race-free k2=divergent` gives it per kernel. A verdict may list accepted
 //!   alternatives with `|` (`// expect: racy|unknown`) where the semantics allow either answer.
 //!   Verdicts: `race-free`, `racy`, `divergent`, `unknown`, `unsupported`.
+//! - A line `// expect-findings: 1` (or `k1=1 k2=0`) gives how many findings a kernel gets,
+//!   where the count is the behaviour (one finding for barriers on one path, a cap).
 //! - Every line holding a flagged access ends with `// RACE` (both accesses of a racy pair are
 //!   marked; one line may hold both); every line holding a divergent barrier ends with `// DIVERGENT`.
 //!
@@ -86,6 +88,9 @@ pub struct Expectation {
     /// `// expect-confidence: conditional` or `kernel=definite|possible`: the confidences its
     /// findings may have (any when absent).
     pub confidences: Vec<(String, String)>,
+    /// `// expect-findings: 1` or `kernel=2`: how many findings the kernel gets (any when
+    /// absent).
+    pub counts: Vec<(String, String)>,
 }
 
 impl Expectation {
@@ -103,6 +108,13 @@ impl Expectation {
         own.or(any).map(|(_, v)| v.split('|').collect())
     }
 
+    /// The number of findings `kernel` must get (`None`: any).
+    pub fn expected_count(&self, kernel: &str) -> Option<usize> {
+        let own = self.counts.iter().find(|(k, _)| k == kernel);
+        let any = self.counts.iter().find(|(k, _)| k == "*");
+        own.or(any).and_then(|(_, v)| v.parse().ok())
+    }
+
     /// The kernels named explicitly (not `*`).
     pub fn named_kernels(&self) -> impl Iterator<Item = &str> {
         self.verdicts
@@ -116,12 +128,15 @@ impl Expectation {
 pub fn read_expectation(text: &str) -> Expectation {
     let mut verdicts = Vec::new();
     let mut confidences = Vec::new();
+    let mut counts = Vec::new();
     for line in text.lines() {
         let line = line.trim();
         let (rest, into) = if let Some(rest) = line.strip_prefix("// expect:") {
             (rest, &mut verdicts)
         } else if let Some(rest) = line.strip_prefix("// expect-confidence:") {
             (rest, &mut confidences)
+        } else if let Some(rest) = line.strip_prefix("// expect-findings:") {
+            (rest, &mut counts)
         } else {
             continue;
         };
@@ -135,6 +150,7 @@ pub fn read_expectation(text: &str) -> Expectation {
     Expectation {
         verdicts,
         confidences,
+        counts,
     }
 }
 
@@ -207,6 +223,11 @@ pub fn lint_fixture(text: &str) -> Vec<String> {
             any_racy |= alt == "racy";
             any_divergent |= alt == "divergent";
             all_race_free &= alt == "race-free";
+        }
+    }
+    for (k, n) in &exp.counts {
+        if n.parse::<usize>().is_err() {
+            problems.push(format!("`{n}` findings for `{k}` is not a count"));
         }
     }
     let markers = read_markers(text);
@@ -328,6 +349,15 @@ pub fn compare(text: &str, kernels: &[ObservedKernel]) -> Vec<String> {
             )),
             _ => {}
         }
+        if let Some(n) = exp.expected_count(&k.name) {
+            if k.findings.len() != n {
+                problems.push(format!(
+                    "kernel `{}`: {} finding(s), expected {n}",
+                    k.name,
+                    k.findings.len()
+                ));
+            }
+        }
         for f in &k.findings {
             if let Some(ok) = exp.accepted_confidence(&k.name) {
                 if !ok.contains(&f.confidence.as_str()) {
@@ -368,9 +398,10 @@ pub fn compare(text: &str, kernels: &[ObservedKernel]) -> Vec<String> {
     if coverage_required {
         for m in &markers {
             let covered = kernels.iter().flat_map(|k| &k.findings).any(|f| {
+                // The other access of a race, or a barrier on the same path as the divergent
+                // one (reached by the same threads: one finding names them all).
                 f.kind == m.kind
-                    && (f.line == Some(m.line)
-                        || (m.kind == MarkKind::Race && f.related_lines.contains(&Some(m.line))))
+                    && (f.line == Some(m.line) || f.related_lines.contains(&Some(m.line)))
             });
             if !covered {
                 problems.push(format!(
@@ -445,6 +476,22 @@ mod tests {
         assert!(!lint_fixture("// expect: racy\nx; // DIVERGENT\n").is_empty());
         assert!(lint_fixture("// expect: racy\nx; // RACE\n").is_empty());
         assert!(lint_fixture("// expect: unknown\nx;\n").is_empty());
+        assert!(
+            lint_fixture("// expect: unknown\n// expect-findings: k=two\n")
+                .iter()
+                .any(|p| p.contains("is not a count"))
+        );
+    }
+
+    #[test]
+    fn a_count_of_findings_is_checked() {
+        let text = format!("// expect-findings: 1\n{RACY}");
+        assert!(compare(&text, &[kernel("k", "racy", vec![race(3, 4)])]).is_empty());
+        let p = compare(&text, &[kernel("k", "racy", vec![race(3, 4), race(4, 3)])]);
+        assert!(
+            p.iter().any(|p| p.contains("2 finding(s), expected 1")),
+            "{p:?}"
+        );
     }
 
     fn race(line: u32, other: u32) -> ObservedFinding {

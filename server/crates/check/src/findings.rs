@@ -231,6 +231,7 @@ fn same_warp(w: &Witness) -> bool {
 fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) -> Option<Finding> {
     let Item::Divergence {
         span,
+        also,
         kind,
         barrier,
         cause,
@@ -258,12 +259,15 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
     } else {
         "block"
     };
+    let this = match also.len() {
+        0 => format!("this {barrier}"),
+        1 => format!("this {barrier} (and the one after it on the same path)"),
+        n => format!("this {barrier} (and the {n} after it on the same path)"),
+    };
     let mut message = if cross_block {
-        format!("barrier divergence: {ta} reaches this {barrier} but {tb} does not")
+        format!("barrier divergence: {ta} reaches {this} but {tb} does not")
     } else {
-        format!(
-            "barrier divergence: {ta} reaches this {barrier} but {tb} of the same {group} does not"
-        )
+        format!("barrier divergence: {ta} reaches {this} but {tb} of the same {group} does not")
     };
     let related = match cause {
         Some((s, m)) => Related {
@@ -279,6 +283,13 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
             },
         },
     };
+    let mut related = vec![related];
+    if !also.is_empty() {
+        related.extend(also.iter().map(|s| Related {
+            span: *s,
+            message: format!("the same threads reach this {barrier} (the same path)"),
+        }));
+    }
     let reasons: &[String] = if witness::holds_for_any(question, model, unknowns) {
         &[]
     } else {
@@ -312,7 +323,7 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
         kernel: kernel.to_string(),
         span: *span,
         message,
-        related: vec![related],
+        related,
         witness: w,
         same_value_write: false,
         barrier: Some(scope),

@@ -172,6 +172,9 @@ enum Item {
     },
     Divergence {
         span: Span,
+        /// The later barriers on the same path (the same guard, so the same question): one
+        /// answer, one finding, which names them.
+        also: Vec<Span>,
         kind: SyncKind,
         barrier: &'static str,
         cause: Option<(Span, String)>,
@@ -807,7 +810,30 @@ pub fn plan_kernel_until(
                 })
         }))
         .collect();
+    // Barriers reached under the same condition (`__syncthreads()` after `__syncthreads()` in one
+    // loop body, with no exit between them: the same guard, facts and iteration) are reached
+    // by the same threads, so their questions are one question: asked once, for the first, and
+    // its finding names the others. A loop of sixteen barriers whose trip count differs
+    // between threads is one divergence, not sixteen.
+    let mut groups: Vec<(&protocol::SyncInfo, Vec<usize>)> = Vec::new();
     for s in &p.syncs {
+        let same = |(first, _): &&mut (&protocol::SyncInfo, Vec<usize>)| {
+            first.kind == s.kind
+                && first.guard == s.guard
+                && first.facts == s.facts
+                && first.same_iteration == s.same_iteration
+                && first.not_exited == s.not_exited
+                && first.cause == s.cause
+        };
+        if let Some((_, items)) = groups.iter_mut().find(same) {
+            for &i in items.iter() {
+                if let Some(Item::Divergence { also, .. }) = meta.items.get_mut(i) {
+                    also.push(s.span);
+                }
+            }
+            continue;
+        }
+        let mut items = Vec::new();
         for f in divergence::divergence_queries(&enc, s) {
             let mut query = f.query;
             // The assumptions about the launch and the parameters (the block a constant
@@ -827,9 +853,11 @@ pub fn plan_kernel_until(
                 assumed.push((a.term.clone(), a.broken.clone()));
             }
             queries.push(query);
+            items.push(meta.items.len());
             meta.items.push(Item::Divergence {
                 assumed,
                 span: s.span,
+                also: Vec::new(),
                 kind: s.kind,
                 barrier: barrier_name(s.kind),
                 cause: s.cause.clone(),
@@ -838,6 +866,7 @@ pub fn plan_kernel_until(
                 unknowns: f.unknowns,
             });
         }
+        groups.push((s, items));
     }
     KernelPlan {
         kernel: kernel.name.clone(),

@@ -212,10 +212,11 @@ pub fn barrier_markdown(
     let Some(report) = report else {
         return format!("{head}: the kernel is being checked.\n");
     };
-    let diverges = report
-        .findings
-        .iter()
-        .any(|f| f.kind == FindingKind::BarrierDivergence && f.span == barrier.span);
+    // A divergence names the barriers after the first on the same path among its related spans.
+    let diverges = report.findings.iter().any(|f| {
+        f.kind == FindingKind::BarrierDivergence
+            && (f.span == barrier.span || f.related.iter().any(|r| r.span == barrier.span))
+    });
     // Racy and divergent verdicts also come with unanswered questions (then with a reason).
     let complete = matches!(
         report.verdict,

@@ -976,12 +976,21 @@ async fn hover_on_barriers_says_what_the_check_established() {
   __syncthreads();\n\
   out[blockIdx.x * blockDim.x + t] = s[63 - t];\n\
 }\n";
+    // TWICE: two barriers on one path under a thread-dependent condition: one finding, at the
+    // first, that names the second; hovering the second shows that finding.
+    const TWICE: &str = "__global__ void twice(int *out) {\n\
+  if (threadIdx.x < 32) {\n\
+    __syncthreads();\n\
+    out[threadIdx.x] = 1;\n\
+    __syncthreads();\n\
+  }\n\
+}\n";
     // OPAQUE: an opaque call that may write `s`, the verdict is unknown.
     let mut c = Client::initialized(json!({"blockDim": [64], "gridDim": [2]})).await;
-    let mut hover_on_barrier = async |uri: &str, text: &str| {
+    let mut hover_on_nth_barrier = async |uri: &str, text: &str, nth: usize| {
         c.open(uri, text);
         c.diagnostics(uri).await;
-        let (line, character) = position_of(text, "__syncthreads()", 0);
+        let (line, character) = position_of(text, "__syncthreads()", nth);
         let hover = c
             .request(
                 "textDocument/hover",
@@ -990,7 +999,7 @@ async fn hover_on_barriers_says_what_the_check_established() {
             .await;
         assert_eq!(
             hover["range"],
-            range_of(text, "__syncthreads()", 0),
+            range_of(text, "__syncthreads()", nth),
             "{hover:#}"
         );
         hover["contents"]["value"]
@@ -999,7 +1008,7 @@ async fn hover_on_barriers_says_what_the_check_established() {
             .to_string()
     };
 
-    let md = hover_on_barrier("file:///work/test/clean.cu", CLEAN).await;
+    let md = hover_on_nth_barrier("file:///work/test/clean.cu", CLEAN, 0).await;
     assert!(
         md.starts_with("`__syncthreads()` in kernel `reverse`: **no divergence found**"),
         "{md}"
@@ -1009,19 +1018,34 @@ async fn hover_on_barriers_says_what_the_check_established() {
         "{md}"
     );
 
-    let md = hover_on_barrier("file:///work/test/half.cu", DIVERGENT).await;
+    let md = hover_on_nth_barrier("file:///work/test/half.cu", DIVERGENT, 0).await;
     assert!(
         md.starts_with("**barrier divergence** in kernel `half`"),
         "{md}"
     );
     assert!(!md.contains("no divergence"), "{md}");
 
-    let md = hover_on_barrier("file:///work/test/opaque.cu", OPAQUE).await;
+    let md = hover_on_nth_barrier("file:///work/test/opaque.cu", OPAQUE, 0).await;
     assert!(
         md.starts_with("`__syncthreads()` in kernel `opaque`: divergence **not ruled out** — kernel verdict `unknown`: "),
         "{md}"
     );
     assert!(!md.contains("no divergence"), "{md}");
+
+    let md = hover_on_nth_barrier("file:///work/test/twice.cu", TWICE, 0).await;
+    assert!(
+        md.starts_with("**barrier divergence** in kernel `twice`"),
+        "{md}"
+    );
+    let md = hover_on_nth_barrier("file:///work/test/twice_second.cu", TWICE, 1).await;
+    assert!(
+        md.starts_with("**barrier divergence** in kernel `twice`"),
+        "{md}"
+    );
+    assert!(
+        md.contains("(and the one after it on the same path)"),
+        "{md}"
+    );
     c.shutdown().await;
 }
 
