@@ -545,14 +545,12 @@ fn states_precondition(k: &KernelReport, precondition: &str) -> bool {
 #[test]
 fn preconditions_from_the_catalogue_are_stated() {
     // Row `m + bid` meets row `bid'` of another block unless the rows are apart: the race is
-    // gone when m >= gridDim.x * blockDim.x (the catalogue's first relation that removes it).
+    // gone when m == gridDim.x (the catalogue's first relation that removes it among blocks
+    // no wider than the row, which the witness keeps).
     let src = "__global__ void two_rows(float *y, int m) {\n    unsigned bid = blockIdx.x;\n    y[bid * 128 + threadIdx.x] = 1.0f;\n    y[(m + bid) * 128 + threadIdx.x] = 2.0f;\n}\n";
     let k = &kernel_of(src);
     assert_eq!(k.verdict, Verdict::Racy, "{k:#?}");
-    assert!(
-        states_precondition(k, "m >= gridDim.x * blockDim.x"),
-        "{k:#?}"
-    );
+    assert!(states_precondition(k, "m == gridDim.x"), "{k:#?}");
 }
 
 #[test]
@@ -578,6 +576,18 @@ fn no_precondition_that_removes_an_access_instead_of_the_race() {
     let src = "__global__ void rows_in_smem(const float *in, float *out, int rows) {\n    __shared__ float buf[256];\n    for (int row = blockIdx.x; row < rows; row += gridDim.x) {\n        buf[threadIdx.x] = in[row * 256 + threadIdx.x];\n        __syncthreads();\n        out[row * 256 + threadIdx.x] = buf[255 - threadIdx.x];\n    }\n}\n";
     let k = &kernel_of(src);
     assert!(states_precondition(k, "rows == gridDim.x"), "{k:#?}");
+}
+
+#[test]
+fn the_precondition_removes_the_race_among_the_values_a_caller_passes() {
+    // One thread per section writes its block's cell when `n == blockDim.x`; that leaves a race
+    // between blocks only with `stride == 0`, which the plausibility assumption `stride >= 1`
+    // (kept by the witness) rules out. So the precondition is the launch shape, not the
+    // larger `n >= gridDim.x * blockDim.x` that also holds with a zero stride.
+    let src = "extern \"C\" __global__ void last_section(int n, int stride, const float *coef, float *x) {\n    int tx = threadIdx.x;\n    float c = coef[blockIdx.x * n + tx];\n    if (tx >= n - 1)\n        x[blockIdx.x * stride] = c;\n}\n";
+    let k = &kernel_of(src);
+    assert_eq!(k.verdict, Verdict::Racy, "{k:#?}");
+    assert!(states_precondition(k, "n == blockDim.x"), "{k:#?}");
 }
 
 #[test]

@@ -498,6 +498,17 @@ fn first_precondition(
 ) -> Option<usize> {
     let divides = crate::term::divides_by_variable(&query.assertions);
     let values: Vec<(String, i64)> = witness.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    // The plausibility assumptions the witness keeps hold under each candidate too: a
+    // precondition removes the race among the values a caller would pass (`n_sections ==
+    // blockDim.x` still leaves a race when `n_samples == 0` makes every block's row one
+    // cell, which `n_samples >= 1` rules out already).
+    let kept: Vec<Bool> = query
+        .assumptions
+        .iter()
+        .filter(|a| closed_bool(a, &values, 0) == Some(true))
+        .filter_map(|a| enc.bool(a).ok())
+        .collect();
+    let kept_defs = enc.take_definitions();
     for (i, t) in query.preconditions.iter().enumerate() {
         if stop() {
             return None;
@@ -517,7 +528,7 @@ fn first_precondition(
             PRECONDITION_SHARE
         };
         set_rlimit(&solver, (limits.rlimit / share).min(FAST_RLIMIT_CAP));
-        for a in defs.iter().chain(assertions) {
+        for a in kept_defs.iter().chain(&defs).chain(assertions).chain(&kept) {
             solver.assert(a);
         }
         solver.assert(&c);
