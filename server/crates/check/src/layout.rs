@@ -197,6 +197,12 @@ struct Ctx<'a> {
     sums: Vec<(Poly, String)>,
     /// Keys given to large values.
     fresh: usize,
+    /// Locals holding a linearised thread id (`i = tx * blockDim.x + ty`, assigned once) read
+    /// as a value of their own, bounded by their parts' bounds (see [`id_local_bounds`]): set
+    /// for a second reading of an index whose inlined steps do not divide one another.
+    keep: BTreeSet<LocalId>,
+    /// The values of those locals, by key.
+    ids: BTreeMap<String, Poly>,
 }
 
 fn local_key(l: LocalId) -> String {
@@ -270,6 +276,9 @@ impl Ctx<'_> {
                 Builtin::WarpSize => Poly::constant(32),
             }),
             Expr::Local(l) => {
+                if self.keep.contains(l) {
+                    return Some(Poly::atom(Atom::Var(local_key(*l))));
+                }
                 // A local assigned once is its value: always when that names only sizes (`int
                 // n = p.n`, also when compared), else unless it is bounded on its own.
                 if let Some(v) = self.once.get(l).cloned() {
@@ -457,6 +466,8 @@ pub fn layout_assumptions(
         sides: Vec::new(),
         sums: Vec::new(),
         fresh: 0,
+        keep: BTreeSet::new(),
+        ids: BTreeMap::new(),
     };
     for (l, d) in rems {
         if let Some(ub) = cx.size_bound(&d, -1) {
@@ -552,6 +563,7 @@ pub fn layout_assumptions(
     for (key, y, delta) in tiles {
         tile_bounds(&mut cx, key, &y, delta);
     }
+    let id_locals = id_locals(&mut cx);
     let mut indices: Vec<Expr> = Vec::new();
     visit_accesses(&kernel.body, &mut |e| indices.push(e.clone()));
     let mut out: Vec<(String, Assumption)> = Vec::new();
@@ -561,7 +573,17 @@ pub fn layout_assumptions(
         }
         let Some(p) = cx.poly(&e, 0) else { continue };
         let p = cx.with_sums(p);
-        index_assumptions(&cx, &p, known, &mut out);
+        if index_assumptions(&cx, &p, known, &mut out) || id_locals.is_empty() {
+            continue;
+        }
+        // `row * n + i` with `i = tx * blockDim.x + ty`: inlined, the steps `n` and
+        // `blockDim.x` do not divide one another; read with `i` as the digit instead.
+        cx.keep = id_locals.clone();
+        let kept = cx.poly(&e, 0).map(|p| cx.with_sums(p));
+        cx.keep.clear();
+        if let Some(p) = kept {
+            index_assumptions(&cx, &p, known, &mut out);
+        }
     }
     out.truncate(MAX_ASSUMPTIONS);
     out.into_iter().map(|(_, a)| a).collect()
@@ -706,13 +728,48 @@ fn thread_term(p: &Poly, t: char) -> Option<Term> {
     Some(out)
 }
 
-/// The assumptions of one index polynomial.
+/// The locals holding a linearised thread id: assigned once, not bounded on their own, whose
+/// value is a sum of at least two terms in thread and block indices and launch sizes only
+/// (`tx * blockDim.x + ty`), each index bounded by its launch size. Each is recorded with its value: as a digit its assumption is
+/// said of the two threads' own ids (see [`digit_assumptions`]), linear in the products the
+/// query has already, where a bound over the sizes alone (`(blockDim.x - 1) * blockDim.x +
+/// blockDim.y <= n`) would be a nonlinear fact of its own.
+fn id_locals(cx: &mut Ctx) -> BTreeSet<LocalId> {
+    let mut out = BTreeSet::new();
+    let candidates: Vec<(LocalId, Expr)> = cx
+        .once
+        .iter()
+        .filter(|(l, _)| !cx.atoms.contains(l))
+        .map(|(l, v)| (*l, v.clone()))
+        .collect();
+    for (l, v) in candidates {
+        let Some(p) = cx.poly(&v, 0) else { continue };
+        let varying = p.0.keys().filter(|m| m.iter().any(Atom::is_var)).count();
+        // Each index bounded by its launch size: not when the launch fixes that size (the
+        // launch then says whether the ids fit) or a guard tests the index.
+        let launch_only = p.0.keys().flatten().all(|a| match a {
+            Atom::Size { var, .. } => var.starts_with("blockDim.") || var.starts_with("gridDim."),
+            Atom::Var(v) => {
+                (v.starts_with("threadIdx.") || v.starts_with("blockIdx."))
+                    && cx.ubs.get(v).is_some_and(|u| !u.is_empty())
+            }
+        });
+        if varying >= 2 && launch_only {
+            cx.ids.insert(local_key(l), p);
+            out.insert(l);
+        }
+    }
+    out
+}
+
+/// The assumptions of one index polynomial; false when its steps do not form a mixed radix
+/// (nothing to assume).
 fn index_assumptions(
     cx: &Ctx,
     p: &Poly,
     known: &[(String, String)],
     out: &mut Vec<(String, Assumption)>,
-) {
+) -> bool {
     let split = |m: &Mono| -> (Vec<Atom>, Vec<Atom>) { m.iter().cloned().partition(Atom::is_var) };
     let mut steps: Vec<Step> = Vec::new();
     for (m, c) in &p.0 {
@@ -726,14 +783,14 @@ fn index_assumptions(
         }
     }
     if steps.is_empty() {
-        return;
+        return false;
     }
     steps.sort_by_key(|(c, s)| (s.len(), *c));
     if steps
         .windows(2)
         .any(|w| quotient(&w[1], &w[0]).is_none_or(|q| q == (1, vec![])))
     {
-        return;
+        return false;
     }
     // Each term to the largest step dividing it: index = Σ digit_i * step_i.
     let mut digits: Vec<Poly> = vec![Poly::default(); steps.len() + 1];
@@ -752,7 +809,7 @@ fn index_assumptions(
             }
         }
         if digits[level].push(q.1, q.0).is_none() {
-            return;
+            return true;
         }
     }
     for i in 0..steps.len() {
@@ -761,12 +818,13 @@ fn index_assumptions(
         } else {
             quotient(&steps[i], &steps[i - 1])
         };
-        let Some((k, m)) = modulus else { return };
+        let Some((k, m)) = modulus else { return true };
         let digit = &digits[i];
         if digit.has_vars() {
             digit_assumptions(cx, digit, &Poly::mono(k, m), known, out);
         }
     }
+    true
 }
 
 /// `0 <= digit <= modulus - 1` for one level of an index.
@@ -787,6 +845,42 @@ fn digit_assumptions(
             m => {
                 fixed.push(m.to_vec(), *c);
             }
+        }
+    }
+    // A linearised thread id as the digit: each of the two threads' own id stays inside the
+    // step (`0 <= tx * blockDim.x + ty + s <= n - 1`).
+    if let [(v, 1)] = vars.as_slice() {
+        if let Some(value) = cx.ids.get(v) {
+            let Some(whole) = value.add(&fixed) else {
+                return;
+            };
+            let Some(last) = modulus.add(&Poly::constant(-1)) else {
+                return;
+            };
+            let (Some(a), Some(b)) = (thread_term(&whole, 'A'), thread_term(&whole, 'B')) else {
+                return;
+            };
+            let mut subjects: Vec<String> = Vec::new();
+            for x in modulus.0.keys().chain(fixed.0.keys()).flatten() {
+                if let Atom::Size { var, text, .. } = x {
+                    if var.starts_with("param.") && !subjects.contains(text) {
+                        subjects.push(text.clone());
+                    }
+                }
+            }
+            let text = format!("{} > {}", whole.text(), last.text());
+            let key = text.clone();
+            if !out.iter().any(|(k, _)| *k == key) {
+                let within = |t: Term| and(vec![le(int(0), t.clone()), le(t, last.term())]);
+                out.push((
+                    key,
+                    Assumption {
+                        term: and(vec![within(a), within(b)]),
+                        broken: Broken::Layout { text, subjects },
+                    },
+                ));
+            }
+            return;
         }
     }
     // The choices of upper bounds (a few at most).

@@ -501,10 +501,13 @@ fn first_precondition(
     // The plausibility assumptions the witness keeps hold under each candidate too: a
     // precondition removes the race among the values a caller would pass (`n_sections ==
     // blockDim.x` still leaves a race when `n_samples == 0` makes every block's row one
-    // cell, which `n_samples >= 1` rules out already).
+    // cell, which `n_samples >= 1` rules out already). Not those about the launch: with one,
+    // a candidate could remove the race only by leaving one thread (`n == blockDim.x` and
+    // `blockDim.x * blockDim.x <= n`).
     let kept: Vec<Bool> = query
         .assumptions
         .iter()
+        .filter(|a| !names_the_launch(a))
         .filter(|a| closed_bool(a, &values, 0) == Some(true))
         .filter_map(|a| enc.bool(a).ok())
         .collect();
@@ -546,6 +549,26 @@ fn first_precondition(
         }
     }
     None
+}
+
+/// Whether `t` names a launch size (`blockDim.x`, `gridDim.y`); also for a term too large to
+/// walk.
+fn names_the_launch(t: &Term) -> bool {
+    let mut stack = vec![t];
+    let mut nodes = 0;
+    while let Some(x) = stack.pop() {
+        nodes += 1;
+        if nodes > 10_000 {
+            return true;
+        }
+        if let Term::Var(v) = x {
+            if v.starts_with("blockDim.") || v.starts_with("gridDim.") {
+                return true;
+            }
+        }
+        x.for_each_child(&mut |c| stack.push(c));
+    }
+    false
 }
 
 /// Whether under the precondition `t` one side of the pair can never execute (its

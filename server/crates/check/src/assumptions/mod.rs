@@ -35,7 +35,9 @@
 //!   dimension may count smaller units than the index (`row * ld / 32 + col`: `ld / 32 >= n`).
 //!   Generalised to layouts `X * S + Y` ([`crate::layout`]): every digit of a mixed-radix index
 //!   (`(j + s2) * d3 + (k + s3)`, flat or in Horner form, steps products of parameters) stays
-//!   inside its step, bounded from the kernel (`s3 + l3 <= d3` for `k < l3`, `s3 >= 0`). A
+//!   inside its step, bounded from the kernel (`s3 + l3 <= d3` for `k < l3`, `s3 >= 0`); a
+//!   linearised thread id kept in a local (`i = tx * blockDim.x + ty` in `row * cells + i`) is
+//!   such a digit, said of the two threads' own ids (`0 <= tx * blockDim.x + ty <= cells - 1`). A
 //!   thread index, also one kept in a local (`int col = threadIdx.y; … row * fc + col`), is
 //!   below its block size there unless a comparison that *guards* tests it (see
 //!   [`guard_operands`]): `if (col < pad) y_pad = pad - col;` only chooses a value.
