@@ -137,6 +137,67 @@ impl<'t> HostEnv<'_, 't> {
         Some((init, decl))
     }
 
+    /// The value of the local `name` where a condition around the launch is read (or at the
+    /// launch), when the function reassigns it on the way: the right side of the last plain
+    /// assignment `name = …;` before that point, which every run to that point executes (a
+    /// statement of a block that holds it, no loop around it), and where that right side is
+    /// read (its own `name` is the value before it); the initializer and the declaration
+    /// when no change comes before that point. `None` when a change may run in a loop, or the
+    /// last one before the point is not such an assignment (`int bs = …; if (bs >= 768) { bs =
+    /// bs / 4; k<<<g, bs>>>(…); }` gives `bs / 4` at the launch and `bs`'s initializer in the
+    /// condition).
+    pub(super) fn value_before(&self, name: &str) -> Option<(Node<'t>, usize)> {
+        let (init, decl) = self.local_decl(name, false)?;
+        if init.kind().ends_with("_list") || init.kind() == "declaration" {
+            return None;
+        }
+        let point = self.since.get().unwrap_or(self.at);
+        let changes = self.changes_reaching(name, decl);
+        let in_loop = |n: Node<'t>| {
+            let mut p = n.parent();
+            while let Some(a) = p {
+                if Some(a) == self.func_body {
+                    return false;
+                }
+                if matches!(
+                    a.kind(),
+                    "for_statement" | "while_statement" | "do_statement" | "for_range_loop"
+                ) {
+                    return true;
+                }
+                p = a.parent();
+            }
+            false
+        };
+        if self.has_goto() || changes.iter().any(|c| in_loop(*c)) {
+            return None;
+        }
+        let Some(last) = changes.iter().rfind(|c| c.start_byte() < point) else {
+            return Some((init, decl.start_byte()));
+        };
+        // `name = rhs;`: a statement of its own, in a block that holds the point.
+        if last.kind() != "assignment_expression"
+            || last
+                .child_by_field_name("operator")
+                .is_none_or(|o| node_text(o, self.text) != "=")
+            || last
+                .child_by_field_name("left")
+                .is_none_or(|l| l.kind() != "identifier" || node_text(l, self.text) != name)
+        {
+            return None;
+        }
+        let statement = last
+            .parent()
+            .filter(|p| p.kind() == "expression_statement")?;
+        let block = statement
+            .parent()
+            .filter(|b| b.kind() == "compound_statement")?;
+        if !(block.start_byte() <= point && point < block.end_byte()) {
+            return None;
+        }
+        Some((last.child_by_field_name("right")?, last.start_byte()))
+    }
+
     /// The changes of `name` (see [`HostEnv::changes`]) in the scope of its declaration `decl`
     /// that may run before the launch.
     pub(super) fn changes_reaching(&self, name: &str, decl: Node<'t>) -> Vec<Node<'t>> {

@@ -244,11 +244,13 @@ impl<'t> HostEnv<'_, 't> {
         };
         let args = self.pure_texts(list);
         // The size is computed at the launch, or where its `dim3` local is declared (its field
-        // stores come later): a passed value it names needs to stay the same from there on.
+        // stores come later): a passed value it names needs to stay the same from there on. A
+        // local reassigned on the way is read at the launch (its last assignment, see
+        // `HostEnv::value_before`).
         let since = match size.kind() {
             "identifier" => self
                 .local_init(node_text(size, self.text))
-                .map_or(0, |(_, decl)| decl.start_byte()),
+                .map_or(self.at, |(_, decl)| decl.start_byte()),
             _ => self.at,
         };
         for (d, comp) in self.dim_texts(size, 0).iter().enumerate().take(3) {
@@ -400,16 +402,26 @@ impl<'t> HostEnv<'_, 't> {
                     // also named in a launch size's text or a macro's expansion (both read at
                     // the launch).
                     if call_args.is_none() {
-                        let (init, decl) = self.local_init(&name)?;
-                        if init.kind().ends_with("_list") {
-                            return None;
+                        if let Some((init, decl)) = self.local_init(&name) {
+                            if init.kind().ends_with("_list") {
+                                return None;
+                            }
+                            // Its initializer's values are those at the declaration.
+                            let since = self.since.get();
+                            if let Some(at) = since {
+                                self.since.set(Some(at.min(decl.start_byte())));
+                            }
+                            let v = self.relation(init, self.text, args, depth + 1);
+                            self.since.set(since);
+                            return v;
                         }
-                        // Its initializer's values are those at the declaration.
+                        // Reassigned on the way: the value the last assignment before this
+                        // point gave it, read where that assignment is (the names in it must
+                        // keep their values from there to the launch).
+                        let (value, from) = self.value_before(&name)?;
                         let since = self.since.get();
-                        if let Some(at) = since {
-                            self.since.set(Some(at.min(decl.start_byte())));
-                        }
-                        let v = self.relation(init, self.text, args, depth + 1);
+                        self.since.set(Some(since.map_or(from, |s| s.min(from))));
+                        let v = self.relation(value, self.text, args, depth + 1);
                         self.since.set(since);
                         return v;
                     }
