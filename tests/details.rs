@@ -452,7 +452,7 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
          leading-dimensions = false\nlaunch-shape-without-launch = false\n\
          constant-block-shape = false\n\
          unread-block-dimensions = false\nwarp-sized-blocks = false\n\
-         one-to-one-thread-ids = false\n",
+         one-to-one-thread-ids = false\nwhole-stretches = false\n",
     );
     let config =
         cudarace_analysis::config::Config::load(&dir.join("cudarace.toml")).expect("valid config");
@@ -481,6 +481,8 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
         "witnesses/warp_split_by_a_partial_warp_is_conditional.cu",
         "witnesses/thread_id_with_another_dimensions_radix_is_conditional.cu",
         "witnesses/index_past_int_range_is_conditional.cu",
+        "witnesses/padded_stretch_per_lane_group.cu",
+        "witnesses/linearised_thread_id_inside_its_row.cu",
     ] {
         let path = fixtures_dir().join(rel);
         let text = std::fs::read_to_string(&path).expect("fixture is readable");

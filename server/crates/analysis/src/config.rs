@@ -269,6 +269,7 @@ struct RawAssumptions {
     unread_block_dimensions: Option<bool>,
     warp_sized_blocks: Option<bool>,
     one_to_one_thread_ids: Option<bool>,
+    whole_stretches: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -449,6 +450,7 @@ impl Config {
                     .unwrap_or(d.unread_block_dimensions),
                 warp_sized_blocks: a.warp_sized_blocks.unwrap_or(d.warp_sized_blocks),
                 one_to_one_thread_ids: a.one_to_one_thread_ids.unwrap_or(d.one_to_one_thread_ids),
+                whole_stretches: a.whole_stretches.unwrap_or(d.whole_stretches),
             };
         }
         if let Some(l) = raw.library {

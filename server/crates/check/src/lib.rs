@@ -297,6 +297,9 @@ pub fn plan_kernel_until(
         &opts.assumptions,
     );
     kernel_assumptions.extend(leading.iter().cloned());
+    if opts.assumptions.whole_stretches {
+        kernel_assumptions.extend(assumptions::whole_stretch_assumptions(kernel));
+    }
     if opts.assumptions.leading_dimensions {
         let known: Vec<(String, String)> = leading
             .iter()

@@ -75,9 +75,16 @@
 //!   index stays below the radix (`blockDim.y <= blockDim.x`; square blocks keep it), unless a
 //!   launch fixes either dimension. A race between two threads with one id is conditional,
 //!   `only if blockDim.y > blockDim.x`.
+//! - `whole-stretches`: a group of `S` lanes (`threadIdx.x % S`) that walks a stretch of `F`
+//!   cells together in a loop holding a `__syncthreads()` (`end = pos + F; pos += lane; while
+//!   (pos < end) { if (pos < n) …; __syncthreads(); pos += S; }`), guarding the data's own end
+//!   inside, is written for stretches that are multiples of `S`: every lane then takes the
+//!   barrier equally often. A divergence that needs another stretch is conditional, `only if
+//!   F % S != 0` (see [`stretches`]).
 
 mod block_shape;
 mod leading;
+mod stretches;
 
 pub use block_shape::{
     constant_shape_assumption, constant_shape_candidates, fits_block_assumptions, halo_assumptions,
@@ -85,6 +92,7 @@ pub use block_shape::{
 };
 pub(crate) use leading::guard_operands;
 pub use leading::leading_dimension_assumptions;
+pub use stretches::whole_stretch_assumptions;
 
 use crate::encode::Encoder;
 use crate::terms::*;
@@ -105,6 +113,7 @@ pub struct AssumptionSwitches {
     pub unread_block_dimensions: bool,
     pub warp_sized_blocks: bool,
     pub one_to_one_thread_ids: bool,
+    pub whole_stretches: bool,
 }
 
 impl Default for AssumptionSwitches {
@@ -120,6 +129,7 @@ impl Default for AssumptionSwitches {
             unread_block_dimensions: true,
             warp_sized_blocks: true,
             one_to_one_thread_ids: true,
+            whole_stretches: true,
         }
     }
 }
@@ -136,6 +146,7 @@ impl AssumptionSwitches {
         unread_block_dimensions: false,
         warp_sized_blocks: false,
         one_to_one_thread_ids: false,
+        whole_stretches: false,
     };
 }
 
