@@ -198,8 +198,8 @@ struct Ctx<'a> {
     /// Keys given to large values.
     fresh: usize,
     /// Locals holding a linearised thread id (`i = tx * blockDim.x + ty`, assigned once) read
-    /// as a value of their own, bounded by their parts' bounds (see [`id_local_bounds`]): set
-    /// for a second reading of an index whose inlined steps do not divide one another.
+    /// as a value of their own (see [`id_locals`]): set for a second reading of an index whose
+    /// inlined steps do not divide one another.
     keep: BTreeSet<LocalId>,
     /// The values of those locals, by key.
     ids: BTreeMap<String, Poly>,
@@ -730,10 +730,11 @@ fn thread_term(p: &Poly, t: char) -> Option<Term> {
 
 /// The locals holding a linearised thread id: assigned once, not bounded on their own, whose
 /// value is a sum of at least two terms in thread and block indices and launch sizes only
-/// (`tx * blockDim.x + ty`), each index bounded by its launch size. Each is recorded with its value: as a digit its assumption is
-/// said of the two threads' own ids (see [`digit_assumptions`]), linear in the products the
-/// query has already, where a bound over the sizes alone (`(blockDim.x - 1) * blockDim.x +
-/// blockDim.y <= n`) would be a nonlinear fact of its own.
+/// (`tx * blockDim.x + ty`), each index bounded by its launch size. Each is recorded with its
+/// value: as a digit its assumption is said of the two threads' own ids (see
+/// [`digit_assumptions`]), linear in the products the query has already, where a bound over
+/// the sizes alone (`(blockDim.x - 1) * blockDim.x + blockDim.y <= n`) would be a nonlinear
+/// fact of its own (2.5 s instead of 34 ms on Tango's ResNet kernels).
 fn id_locals(cx: &mut Ctx) -> BTreeSet<LocalId> {
     let mut out = BTreeSet::new();
     let candidates: Vec<(LocalId, Expr)> = cx

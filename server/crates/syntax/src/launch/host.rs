@@ -152,6 +152,11 @@ impl<'t> HostEnv<'_, 't> {
             return None;
         }
         let point = self.since.get().unwrap_or(self.at);
+        // A declaration after the point (one the launch sees, shadowing the name the
+        // condition reads) says nothing of the value there.
+        if decl.start_byte() >= point {
+            return None;
+        }
         let changes = self.changes_reaching(name, decl);
         let in_loop = |n: Node<'t>| {
             let mut p = n.parent();
@@ -172,7 +177,12 @@ impl<'t> HostEnv<'_, 't> {
         if self.has_goto() || changes.iter().any(|c| in_loop(*c)) {
             return None;
         }
-        let Some(last) = changes.iter().rfind(|c| c.start_byte() < point) else {
+        // The changes come in the order the function was walked, not in text order.
+        let Some(last) = changes
+            .iter()
+            .filter(|c| c.start_byte() < point)
+            .max_by_key(|c| c.start_byte())
+        else {
             return Some((init, decl.start_byte()));
         };
         // `name = rhs;`: a statement of its own, in a block that holds the point.
