@@ -31,10 +31,7 @@ pub fn whole_stretch_assumptions(kernel: &Kernel) -> Vec<Assumption> {
     let mut out: Vec<Assumption> = Vec::new();
     let mut texts: Vec<String> = Vec::new();
     scan(kernel, &once, &kernel.body, &mut |f, s| {
-        let (Some(term), Some(text)) = (
-            uniform_term(kernel, &once, f, 0),
-            uniform_text(kernel, &once, f, 0),
-        ) else {
+        let Some(Uniform { term, text, params }) = uniform(kernel, &once, f, 0) else {
             return;
         };
         let text = if text.contains(' ') {
@@ -46,14 +43,15 @@ pub fn whole_stretch_assumptions(kernel: &Kernel) -> Vec<Assumption> {
             return;
         }
         texts.push(text.clone());
-        let mut subjects = Vec::new();
-        collect_params(kernel, &once, f, &mut subjects, 0);
         out.push(Assumption {
             term: or(vec![
                 le(term.clone(), int(0)),
                 eq(modulo(term, int(s)), int(0)),
             ]),
-            broken: Broken::Layout { text, subjects },
+            broken: Broken::Layout {
+                text,
+                subjects: params,
+            },
         });
     });
     out
@@ -101,7 +99,7 @@ fn scan(
                     Expr::Binary(BinOp::Add, a, f) => {
                         let local_plus = |x: &Expr, f: &Expr| match strip_casts(x) {
                             Expr::Local(v)
-                                if v != local && uniform_term(kernel, once, f, 0).is_some() =>
+                                if v != local && uniform(kernel, once, f, 0).is_some() =>
                             {
                                 Some((*v, f.clone()))
                             }
@@ -229,20 +227,58 @@ fn padded_loop(facts: &Facts, l: &cudarace_ir::Loop) -> Option<(Expr, i64)> {
     (barrier && tail_guard).then(|| (f.clone(), *s))
 }
 
-/// `e` as a term when it names only parameters, launch sizes and constants (sums, products,
-/// and quotients by a positive constant: no difference, which an unsigned value would wrap).
-fn uniform_term(
+/// A value the same in every thread: its term, its words and the parameters it names.
+struct Uniform {
+    term: Term,
+    text: String,
+    params: Vec<String>,
+}
+
+/// `e` as a [`Uniform`] when it names only parameters, launch sizes and constants (sums,
+/// products, and quotients by a positive constant: no difference, which an unsigned value
+/// would wrap), through the locals assigned once.
+fn uniform(
     kernel: &Kernel,
     once: &BTreeMap<LocalId, Expr>,
     e: &Expr,
     depth: u32,
-) -> Option<Term> {
+) -> Option<Uniform> {
     if depth > 12 {
         return None;
     }
-    let go = |x: &Expr| uniform_term(kernel, once, x, depth + 1);
+    let go = |x: &Expr| uniform(kernel, once, x, depth + 1);
+    let leaf = |term: Term, text: String| Uniform {
+        term,
+        text,
+        params: Vec::new(),
+    };
+    let wrap = |t: &str| {
+        if t.contains(' ') {
+            format!("({t})")
+        } else {
+            t.to_string()
+        }
+    };
+    // `a op b`, the term built by `f`.
+    let binary = |a: Uniform, b: Uniform, f: fn(Term, Term) -> Term, op: &str| {
+        let text = match op {
+            "+" => format!("{} + {}", a.text, b.text),
+            _ => format!("{} {op} {}", wrap(&a.text), wrap(&b.text)),
+        };
+        let mut params = a.params;
+        for p in b.params {
+            if !params.contains(&p) {
+                params.push(p);
+            }
+        }
+        Uniform {
+            term: f(a.term, b.term),
+            text,
+            params,
+        }
+    };
     Some(match e {
-        Expr::Int(c) => int(*c),
+        Expr::Int(c) => leaf(int(*c), c.to_string()),
         Expr::Cast(_, a) => go(a)?,
         Expr::Param(p) => {
             let prm = kernel.params.get(p.0 as usize)?;
@@ -250,90 +286,29 @@ fn uniform_term(
                 return None;
             }
             match prm.value {
-                Some(v) => int(v),
-                None => Term::Var(format!("param.{}", prm.name).into()),
+                Some(v) => leaf(int(v), v.to_string()),
+                None => Uniform {
+                    term: Term::Var(format!("param.{}", prm.name).into()),
+                    text: prm.name.clone(),
+                    params: vec![prm.name.clone()],
+                },
             }
         }
-        Expr::Builtin(Builtin::BlockDim(d)) => Term::Var(format!("blockDim.{}", d.name()).into()),
-        Expr::Builtin(Builtin::GridDim(d)) => Term::Var(format!("gridDim.{}", d.name()).into()),
+        Expr::Builtin(Builtin::BlockDim(d)) => {
+            let name = format!("blockDim.{}", d.name());
+            leaf(Term::Var(name.clone().into()), name)
+        }
+        Expr::Builtin(Builtin::GridDim(d)) => {
+            let name = format!("gridDim.{}", d.name());
+            leaf(Term::Var(name.clone().into()), name)
+        }
         Expr::Local(l) => go(once.get(l)?)?,
-        Expr::Binary(BinOp::Add, a, b) => add(go(a)?, go(b)?),
-        Expr::Binary(BinOp::Mul, a, b) => mul(go(a)?, go(b)?),
+        Expr::Binary(BinOp::Add, a, b) => binary(go(a)?, go(b)?, add, "+"),
+        Expr::Binary(BinOp::Mul, a, b) => binary(go(a)?, go(b)?, mul, "*"),
         Expr::Binary(BinOp::Div, a, b) => match strip_casts(b) {
-            Expr::Int(c) if *c > 0 => div(go(a)?, int(*c)),
+            Expr::Int(c) if *c > 0 => binary(go(a)?, leaf(int(*c), c.to_string()), div, "/"),
             _ => return None,
         },
         _ => return None,
     })
-}
-
-/// [`uniform_term`] in words (`elements / 192`).
-fn uniform_text(
-    kernel: &Kernel,
-    once: &BTreeMap<LocalId, Expr>,
-    e: &Expr,
-    depth: u32,
-) -> Option<String> {
-    if depth > 12 {
-        return None;
-    }
-    let go = |x: &Expr| uniform_text(kernel, once, x, depth + 1);
-    let wrap = |t: String| {
-        if t.contains(' ') {
-            format!("({t})")
-        } else {
-            t
-        }
-    };
-    Some(match e {
-        Expr::Int(c) => c.to_string(),
-        Expr::Cast(_, a) => go(a)?,
-        Expr::Param(p) => {
-            let prm = kernel.params.get(p.0 as usize)?;
-            match prm.value {
-                Some(v) => v.to_string(),
-                None => prm.name.clone(),
-            }
-        }
-        Expr::Builtin(Builtin::BlockDim(d)) => format!("blockDim.{}", d.name()),
-        Expr::Builtin(Builtin::GridDim(d)) => format!("gridDim.{}", d.name()),
-        Expr::Local(l) => go(once.get(l)?)?,
-        Expr::Binary(BinOp::Add, a, b) => format!("{} + {}", go(a)?, go(b)?),
-        Expr::Binary(BinOp::Mul, a, b) => format!("{} * {}", wrap(go(a)?), wrap(go(b)?)),
-        Expr::Binary(BinOp::Div, a, b) => format!("{} / {}", wrap(go(a)?), wrap(go(b)?)),
-        _ => return None,
-    })
-}
-
-/// The parameters `e` names (the subjects of its condition).
-fn collect_params(
-    kernel: &Kernel,
-    once: &BTreeMap<LocalId, Expr>,
-    e: &Expr,
-    out: &mut Vec<String>,
-    depth: u32,
-) {
-    if depth > 12 {
-        return;
-    }
-    match e {
-        Expr::Param(p) => {
-            if let Some(prm) = kernel.params.get(p.0 as usize) {
-                if prm.value.is_none() && !out.contains(&prm.name) {
-                    out.push(prm.name.clone());
-                }
-            }
-        }
-        Expr::Local(l) => {
-            if let Some(v) = once.get(l) {
-                collect_params(kernel, once, v, out, depth + 1);
-            }
-        }
-        Expr::Cast(_, a) => collect_params(kernel, once, a, out, depth + 1),
-        Expr::Binary(_, a, b) => {
-            collect_params(kernel, once, a, out, depth + 1);
-            collect_params(kernel, once, b, out, depth + 1);
-        }
-        _ => {}
-    }
 }
