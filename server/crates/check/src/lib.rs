@@ -732,7 +732,13 @@ pub fn plan_kernel_until(
             let mut names = std::collections::BTreeSet::new();
             terms::collect_vars(&t, &mut names);
             if names.iter().all(|n| q.vars.contains_key(n)) {
-                if matches!(a.broken, assumptions::Broken::Layout { .. }) {
+                // A layout's digit or a leading dimension is what small probe values (every
+                // size 2) break first, and what the race then needs: its witness is kept.
+                if matches!(
+                    a.broken,
+                    assumptions::Broken::Layout { .. }
+                        | assumptions::Broken::LeadingDimension { .. }
+                ) {
                     q.fallback_assumptions.push(q.assumptions.len());
                 }
                 q.assumptions.push(t.clone());

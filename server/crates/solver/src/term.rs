@@ -374,7 +374,8 @@ pub struct Query {
     /// breaks some (the caller evaluates them on it to say which).
     pub assumptions: Vec<Term>,
     /// Indices of `assumptions` that a probe may break by its values alone and still give a
-    /// witness worth keeping (layouts `X * S + Y`: every size 2 against `s3 + l3 <= d3`): such
+    /// witness worth keeping (layouts `X * S + Y`: every size 2 against `s3 + l3 <= d3`; a
+    /// leading dimension `ld / 32 >= h` with `ld == h == 2`): such
     /// a probe is tried without the assumptions, and its model is the answer when the normal
     /// checks do not decide in time whether a plausible witness exists.
     pub fallback_assumptions: Vec<usize>,
