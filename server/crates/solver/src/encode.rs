@@ -71,6 +71,17 @@ impl Encoder {
         enc
     }
 
+    /// [`Encoder::linear`] with the variables of `values` translated as those constants (see
+    /// [`Encoder::with_values`]): a product with one of them as a factor is linear.
+    pub(crate) fn linear_with_values(
+        decls: &BTreeMap<String, Sort>,
+        values: &[(String, i64)],
+    ) -> Encoder {
+        let mut enc = Encoder::with_values(decls, values);
+        enc.abstracted = Some(RefCell::new(HashMap::new()));
+        enc
+    }
+
     /// The fresh constant standing for `t` in a linear abstraction, with `facts` (given the
     /// constant) about it recorded the first time.
     fn abstraction(&self, t: &Term, facts: impl FnOnce(&Int) -> Vec<Bool>) -> Option<Int> {

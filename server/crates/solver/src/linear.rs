@@ -7,7 +7,7 @@ use z3::SatResult;
 
 use crate::encode::Encoder;
 use crate::solve::{dump_if_slow, set_rlimit, Engine, FAST_RLIMIT_CAP};
-use crate::term::{Limits, Query};
+use crate::term::{Limits, Query, Sort, Term};
 
 /// Share of `rlimit` for the check of the linear abstraction (fast engine, capped like the
 /// probes).
@@ -23,7 +23,10 @@ pub(crate) fn linear_unsat(query: &Query, limits: &Limits) -> bool {
     if !crate::term::nonlinear(&query.assertions) {
         return false;
     }
-    let enc = Encoder::linear(&query.vars);
+    // A variable the query fixes (a launch size of a bound launch, `blockDim.x == 256`) is
+    // that constant in the abstraction: `bid * blockDim.x` is then a linear term, not a fresh
+    // constant with facts (an exact abstraction decides more pairs, and faster).
+    let enc = Encoder::linear_with_values(&query.vars, &fixed_values(query));
     let Ok(formulas) = query
         .assertions
         .iter()
@@ -43,10 +46,37 @@ pub(crate) fn linear_unsat(query: &Query, limits: &Limits) -> bool {
     result == SatResult::Unsat
 }
 
+/// The variables the query's assertions fix to a constant at their top level (`x == k` or
+/// `k == x`, also inside a top-level conjunction). Substituting them keeps the query
+/// equisatisfiable: every model gives them those values.
+pub(crate) fn fixed_values(query: &Query) -> Vec<(String, i64)> {
+    let mut out: Vec<(String, i64)> = Vec::new();
+    let mut stack: Vec<&Term> = query.assertions.iter().collect();
+    while let Some(t) = stack.pop() {
+        match t {
+            Term::And(ts) => stack.extend(ts.iter()),
+            Term::Eq(a, b) => {
+                let fixed = match (&**a, &**b) {
+                    (Term::Var(n), Term::Int(k)) | (Term::Int(k), Term::Var(n)) => Some((n, *k)),
+                    _ => None,
+                };
+                if let Some((n, k)) = fixed {
+                    if query.vars.get(&**n) == Some(&Sort::Int)
+                        && !out.iter().any(|(m, _)| **m == **n)
+                    {
+                        out.push((n.to_string(), k));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::term::{Sort, Term};
 
     fn v(name: &str) -> Term {
         Term::var(name)
@@ -180,6 +210,19 @@ mod tests {
         // `x*x == 2` has no integer solution, but only arithmetic on the product shows it.
         let q = query(vec![Term::eq(mul(vec![v("x"), v("x")]), int(2))]);
         assert!(!linear_unsat(&q, &Limits::default()));
+    }
+
+    #[test]
+    fn a_size_the_query_fixes_is_a_constant_factor() {
+        // `x * B == 6` with `B == 4` (a bound launch's `blockDim.x`): `4x == 6` has no integer
+        // solution, which linear arithmetic sees only with `B` replaced by 4; as a fresh
+        // product constant, `x * B` could be 6.
+        let q = query(vec![
+            Term::eq(mul(vec![v("x"), v("B")]), int(6)),
+            Term::and(vec![Term::le(int(0), v("x")), Term::eq(v("B"), int(4))]),
+        ]);
+        assert_eq!(fixed_values(&q), vec![("B".to_string(), 4)]);
+        assert!(linear_unsat(&q, &Limits::default()));
     }
 
     #[test]
