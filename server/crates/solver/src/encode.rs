@@ -65,13 +65,8 @@ impl Encoder {
     /// gives one of their abstraction (each constant taking its term's value), so an
     /// abstraction without a model proves the formulas have none, in linear arithmetic, where
     /// Z3 is fast: a digit `n < N` of `k*N + n` with `n` built of products of launch sizes.
-    pub(crate) fn linear(decls: &BTreeMap<String, Sort>) -> Encoder {
-        let mut enc = Encoder::new(decls);
-        enc.abstracted = Some(RefCell::new(HashMap::new()));
-        enc
-    }
-
-    /// [`Encoder::linear`] with the variables of `values` translated as those constants (see
+    ///
+    /// The variables of `values` are translated as those constants (see
     /// [`Encoder::with_values`]): a product with one of them as a factor is linear.
     pub(crate) fn linear_with_values(
         decls: &BTreeMap<String, Sort>,

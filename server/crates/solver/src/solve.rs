@@ -631,7 +631,13 @@ fn solve_levels(
             Engine::Fast => FAST_SHARE,
             Engine::Full => 1,
         };
-        let check = |with: &[&[Bool]], share: u64, phase: &str| -> Result<CheckResult, Answer> {
+        // `until`: when to interrupt the check, before the end of the budget (see
+        // `CONDITION_TIME_SHARE`).
+        let check = |with: &[&[Bool]],
+                     share: u64,
+                     phase: &str,
+                     until: Option<Instant>|
+         -> Result<CheckResult, Answer> {
             if cancelled() {
                 return Err(Answer::Unknown("cancelled".to_string()));
             }
@@ -658,8 +664,14 @@ fn solve_levels(
                 }
             }
             let started = Instant::now();
-            if matches!(engine, Engine::Fast) && linear {
-                timer.cut_at(Some(start + budget / FAST_TIME_SHARE));
+            let fast_cut = (matches!(engine, Engine::Fast) && linear)
+                .then(|| start + budget / FAST_TIME_SHARE);
+            let cut = match (fast_cut, until) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if cut.is_some() {
+                timer.cut_at(cut);
             }
             let result = solver.check();
             timer.cut_at(None);
@@ -673,7 +685,12 @@ fn solve_levels(
             })
         };
         if !both_inconsistent {
-            match check(&[assumptions, preferred], extra_share, "plausible-small") {
+            match check(
+                &[assumptions, preferred],
+                extra_share,
+                "plausible-small",
+                None,
+            ) {
                 Err(a) => return a,
                 Ok(CheckResult::Sat(solver)) => {
                     timer.disarm();
@@ -699,7 +716,7 @@ fn solve_levels(
         let plain: &Solver = match known {
             Some(solver) => solver,
             None => {
-                owned = match check(&[], plain_share, "plain") {
+                owned = match check(&[], plain_share, "plain", None) {
                     Err(a) => return a,
                     Ok(CheckResult::Sat(solver)) => solver,
                     Ok(CheckResult::Unsat) => return Answer::Unsat,
@@ -718,7 +735,7 @@ fn solve_levels(
         let plain_answer = sat_answer(plain, enc, query);
         let (mut kept, broken) = split_by_model(plain, assumptions);
         if !assumptions_inconsistent {
-            match check(&[assumptions], extra_share, "plausible") {
+            match check(&[assumptions], extra_share, "plausible", None) {
                 Ok(CheckResult::Sat(solver)) => {
                     timer.disarm();
                     return sat_answer(&solver, enc, query);
@@ -733,11 +750,16 @@ fn solve_levels(
         // race's condition. Keep as many as the solver can, one more at a time (few are
         // broken), so that the condition names only what the race needs ("only if ldc < n",
         // not also an unrelated "n < 1" the first model happened to pick).
+        // This only makes the condition's words shorter: it gets a share of the budget.
+        let refine_until = Instant::now() + budget / CONDITION_TIME_SHARE;
         let mut best = plain_answer;
         for a in broken {
+            if Instant::now() >= refine_until {
+                break;
+            }
             let mut with = kept.clone();
             with.push(a);
-            match check(&[&with], extra_share, "condition") {
+            match check(&[&with], extra_share, "condition", Some(refine_until)) {
                 Ok(CheckResult::Sat(solver)) => {
                     best = sat_answer(&solver, enc, query);
                     kept = with;
@@ -857,6 +879,12 @@ const FAST_TIME_SHARE: u32 = 4;
 /// has found a witness without the assumptions (see `solve_inner`).
 const KNOWN_SAT_SHARE: u64 = 8;
 pub(crate) const FAST_RLIMIT_CAP: u64 = 1_000_000;
+/// Share of the time budget for keeping more of the assumptions a witness breaks, once it is
+/// known that no witness keeps them all: the checks only shorten the race's condition ("only
+/// if ld < n", not also "and blockDim.x is not a multiple of 32"), and one of them on a
+/// nonlinear assumption (a row length `size * size * c / 32 + 1`) took the rest of the 2 s
+/// budget for a racy kernel whose witness was known after 0.2 s.
+const CONDITION_TIME_SHARE: u32 = 8;
 
 /// The two Z3 solver objects used.
 #[derive(Clone, Copy, Debug)]

@@ -24,8 +24,19 @@ pub fn leading_dimension_assumptions(
         _ => None,
     };
     let param_amount = |e: &Expr| int_param(e).map(Amount::param);
+    let signed_param = |e: &Expr| match strip_casts(e) {
+        Expr::Param(p) => kernel
+            .params
+            .get(p.0 as usize)
+            .filter(|p| p.value.is_none() && matches!(p.ty, ScalarType::Int { signed: true, .. }))
+            .map(|p| p.name.clone()),
+        _ => None,
+    };
+    let once = assigned_once(kernel);
     // A bound is a parameter, or a parameter moved by a constant (`if (ix > nx - 2) return`
-    // keeps `ix` below `nx - 1`: the row it indexes is `nx` long).
+    // keeps `ix` below `nx - 1`: the row it indexes is `nx` long); a row trimmed by a margin
+    // (`ix >= nx - half`, two signed parameters); or a length the kernel computes from its
+    // parameters in a local (`s < words` with `words = size * size * c / 32 + 1`).
     let bound_param = |e: &Expr| match strip_casts(e) {
         Expr::Binary(BinOp::Add | BinOp::Sub, a, b) if matches!(strip_casts(b), Expr::Int(_)) => {
             param_amount(a)
@@ -33,6 +44,30 @@ pub fn leading_dimension_assumptions(
         Expr::Binary(BinOp::Add, a, b) if matches!(strip_casts(a), Expr::Int(_)) => param_amount(b),
         other => param_amount(other),
     };
+    let computed_row = |e: &Expr| match strip_casts(e) {
+        Expr::Binary(BinOp::Sub, a, b) => {
+            let (n, m) = (signed_param(a)?, signed_param(b)?);
+            Some(Amount::Computed(
+                sub(
+                    Term::Var(format!("param.{n}").into()),
+                    Term::Var(format!("param.{m}").into()),
+                ),
+                format!("{n} - {m}"),
+            ))
+        }
+        other => {
+            let row = uniform(kernel, &once, other, 0)?;
+            if row.params.is_empty() {
+                return None;
+            }
+            let name = match other {
+                Expr::Local(l) => kernel.locals.get(l.0 as usize)?.name.clone(),
+                _ => row.text,
+            };
+            Some(Amount::Computed(row.term, name))
+        }
+    };
+    let bound_param = |e: &Expr| bound_param(e).or_else(|| computed_row(e));
     // (compared expression, its bound), from every comparison of the kernel; and every
     // compared expression (a thread index the kernel guards itself says nothing of the block).
     let mut bounded: Vec<(Expr, Amount)> = Vec::new();
@@ -174,12 +209,15 @@ pub fn leading_dimension_assumptions(
         .collect()
 }
 
-/// A size in a leading-dimension assumption: a parameter, a launch size or a constant.
+/// A size in a leading-dimension assumption: a parameter, a launch size or a constant; or a
+/// row length computed from parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Amount {
     /// The query variable and the name to show.
     Var(String, String),
     Const(i64),
+    /// Its term and the name to show (`nx - half`, or the local holding it: `words`).
+    Computed(Term, String),
 }
 
 impl Amount {
@@ -196,11 +234,12 @@ impl Amount {
         match self {
             Amount::Var(v, _) => Term::Var(v.clone().into()),
             Amount::Const(c) => int(*c),
+            Amount::Computed(t, _) => t.clone(),
         }
     }
     fn text(&self) -> String {
         match self {
-            Amount::Var(_, t) => t.clone(),
+            Amount::Var(_, t) | Amount::Computed(_, t) => t.clone(),
             Amount::Const(c) => c.to_string(),
         }
     }

@@ -19,10 +19,11 @@
 //! not a multiple of the group is conditional, `only if F % S != 0`. Without such a guard the
 //! loop's bound is the data's own size, and nothing is assumed of it.
 
-use super::{assigned_once, strip_casts, visit_stmts, walk_expr, Assumption, Broken};
+use super::{
+    assigned_once, strip_casts, uniform, visit_stmts, walk_expr, Assumption, Broken, Uniform,
+};
 use crate::terms::*;
 use cudarace_ir::{BarrierKind, BinOp, Block, Builtin, Expr, Kernel, LocalId, Stmt};
-use cudarace_solver::Term;
 use std::collections::BTreeMap;
 
 /// The `whole-stretches` assumptions of a kernel (see the module documentation).
@@ -225,90 +226,4 @@ fn padded_loop(facts: &Facts, l: &cudarace_ir::Loop) -> Option<(Expr, i64)> {
         }
     });
     (barrier && tail_guard).then(|| (f.clone(), *s))
-}
-
-/// A value the same in every thread: its term, its words and the parameters it names.
-struct Uniform {
-    term: Term,
-    text: String,
-    params: Vec<String>,
-}
-
-/// `e` as a [`Uniform`] when it names only parameters, launch sizes and constants (sums,
-/// products, and quotients by a positive constant: no difference, which an unsigned value
-/// would wrap), through the locals assigned once.
-fn uniform(
-    kernel: &Kernel,
-    once: &BTreeMap<LocalId, Expr>,
-    e: &Expr,
-    depth: u32,
-) -> Option<Uniform> {
-    if depth > 12 {
-        return None;
-    }
-    let go = |x: &Expr| uniform(kernel, once, x, depth + 1);
-    let leaf = |term: Term, text: String| Uniform {
-        term,
-        text,
-        params: Vec::new(),
-    };
-    let wrap = |t: &str| {
-        if t.contains(' ') {
-            format!("({t})")
-        } else {
-            t.to_string()
-        }
-    };
-    // `a op b`, the term built by `f`.
-    let binary = |a: Uniform, b: Uniform, f: fn(Term, Term) -> Term, op: &str| {
-        let text = match op {
-            "+" => format!("{} + {}", a.text, b.text),
-            _ => format!("{} {op} {}", wrap(&a.text), wrap(&b.text)),
-        };
-        let mut params = a.params;
-        for p in b.params {
-            if !params.contains(&p) {
-                params.push(p);
-            }
-        }
-        Uniform {
-            term: f(a.term, b.term),
-            text,
-            params,
-        }
-    };
-    Some(match e {
-        Expr::Int(c) => leaf(int(*c), c.to_string()),
-        Expr::Cast(_, a) => go(a)?,
-        Expr::Param(p) => {
-            let prm = kernel.params.get(p.0 as usize)?;
-            if !matches!(prm.ty, cudarace_ir::ScalarType::Int { .. }) {
-                return None;
-            }
-            match prm.value {
-                Some(v) => leaf(int(v), v.to_string()),
-                None => Uniform {
-                    term: Term::Var(format!("param.{}", prm.name).into()),
-                    text: prm.name.clone(),
-                    params: vec![prm.name.clone()],
-                },
-            }
-        }
-        Expr::Builtin(Builtin::BlockDim(d)) => {
-            let name = format!("blockDim.{}", d.name());
-            leaf(Term::Var(name.clone().into()), name)
-        }
-        Expr::Builtin(Builtin::GridDim(d)) => {
-            let name = format!("gridDim.{}", d.name());
-            leaf(Term::Var(name.clone().into()), name)
-        }
-        Expr::Local(l) => go(once.get(l)?)?,
-        Expr::Binary(BinOp::Add, a, b) => binary(go(a)?, go(b)?, add, "+"),
-        Expr::Binary(BinOp::Mul, a, b) => binary(go(a)?, go(b)?, mul, "*"),
-        Expr::Binary(BinOp::Div, a, b) => match strip_casts(b) {
-            Expr::Int(c) if *c > 0 => binary(go(a)?, leaf(int(*c), c.to_string()), div, "/"),
-            _ => return None,
-        },
-        _ => return None,
-    })
 }
