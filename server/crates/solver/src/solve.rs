@@ -459,6 +459,10 @@ fn closed_int(t: &Term, values: &[(String, i64)], depth: u32) -> Option<i64> {
         Term::Mul(ts) => ts.iter().try_fold(1i64, |a, x| a.checked_mul(go(x)?)),
         Term::Sub(a, b) => go(a)?.checked_sub(go(b)?),
         Term::Neg(a) => go(a)?.checked_neg(),
+        // C's division and remainder truncate toward zero, as Rust's do; by zero: no value.
+        Term::Div(a, b) => go(a)?.checked_div(go(b)?),
+        Term::Rem(a, b) => go(a)?.checked_rem(go(b)?),
+        Term::Mod(a, b) => go(a)?.checked_rem_euclid(go(b)?),
         _ => None,
     }
 }
@@ -980,4 +984,39 @@ fn sat_answer(solver: &Solver, enc: &Encoder, query: &Query) -> Answer {
         }
     }
     Answer::Sat(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_evaluates_quotients_and_remainders_as_c_does() {
+        // The leading-dimension assumption `32 * (size * size * c / 32 + 1) <= lda`, with
+        // every value 2: 32 * (8 / 32 + 1) = 32 > 2, so the probe breaks it.
+        let v = |n: &str| Term::var(n);
+        let words = Term::Add(
+            vec![
+                Term::Div(
+                    Term::Mul(vec![v("size"), v("size"), v("c")].into()).into(),
+                    Term::Int(32).into(),
+                ),
+                Term::Int(1),
+            ]
+            .into(),
+        );
+        let assumption = Term::le(Term::Mul(vec![Term::Int(32), words].into()), v("lda"));
+        let values: Vec<(String, i64)> = ["size", "c", "lda"]
+            .iter()
+            .map(|n| (n.to_string(), 2))
+            .collect();
+        assert_eq!(closed_bool(&assumption, &values, 0), Some(false));
+        // Truncation toward zero, the remainder's sign from the dividend, `mod` non-negative,
+        // and no value when dividing by zero.
+        let at = |t: Term| closed_int(&t, &[("x".to_string(), -7)], 0);
+        assert_eq!(at(Term::Div(v("x").into(), Term::Int(2).into())), Some(-3));
+        assert_eq!(at(Term::Rem(v("x").into(), Term::Int(2).into())), Some(-1));
+        assert_eq!(at(Term::Mod(v("x").into(), Term::Int(2).into())), Some(1));
+        assert_eq!(at(Term::Div(v("x").into(), Term::Int(0).into())), None);
+    }
 }
