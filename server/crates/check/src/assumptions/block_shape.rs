@@ -241,6 +241,7 @@ pub fn constant_shape_candidates(
     stride_loops(
         &kernel.body,
         &BTreeMap::new(),
+        &BTreeMap::new(),
         &constant,
         &thread_dim,
         &mut found,
@@ -281,41 +282,54 @@ pub fn constant_shape_assumption(d: usize, c: i64) -> Assumption {
 pub(super) fn stride_loops(
     b: &[Stmt],
     entry: &BTreeMap<cudarace_ir::LocalId, cudarace_ir::Dim>,
+    known: &BTreeMap<cudarace_ir::LocalId, Expr>,
     constant: &dyn Fn(&Expr) -> Option<i64>,
     thread_dim: &dyn Fn(&Expr) -> Option<cudarace_ir::Dim>,
     found: &mut Vec<(usize, i64)>,
 ) {
     let mut holds = entry.clone();
+    // The value of each local assigned earlier in this straight-line code, its own locals
+    // inlined: a counter computed from locals assigned twice (a row and a column split again
+    // for a second phase) is still read at the value they hold where it is computed.
+    let mut known = known.clone();
+    let assign = |holds: &mut BTreeMap<_, _>,
+                  known: &mut BTreeMap<cudarace_ir::LocalId, Expr>,
+                  local: cudarace_ir::LocalId,
+                  value: &Expr| {
+        let value = inline_known(value, known);
+        match thread_dim(&value) {
+            Some(d) => {
+                holds.insert(local, d);
+            }
+            None => {
+                holds.remove(&local);
+            }
+        }
+        // What was known through the old value of `local` is no more; nor is a new value
+        // that reads the old one (`pos = pos + 1` with `pos` not known).
+        let changed = std::collections::BTreeSet::from([local]);
+        *known = forget(known, &changed);
+        if expr_size(&value) <= MAX_KNOWN_SIZE && !mentions_any(&value, &changed) {
+            known.insert(local, value);
+        }
+    };
     for s in b {
         match s {
-            Stmt::Assign { local, value, .. } => match thread_dim(value) {
-                Some(d) => {
-                    holds.insert(*local, d);
-                }
-                None => {
-                    holds.remove(local);
-                }
-            },
+            Stmt::Assign { local, value, .. } => assign(&mut holds, &mut known, *local, value),
             Stmt::If {
                 then_branch,
                 else_branch,
                 ..
             } => {
-                stride_loops(then_branch, &holds, constant, thread_dim, found);
-                stride_loops(else_branch, &holds, constant, thread_dim, found);
+                stride_loops(then_branch, &holds, &known, constant, thread_dim, found);
+                stride_loops(else_branch, &holds, &known, constant, thread_dim, found);
             }
             Stmt::Loop(l) => {
                 let mut at_entry = holds.clone();
+                let mut known_at_entry = known.clone();
                 for s in &l.init {
                     if let Stmt::Assign { local, value, .. } = s {
-                        match thread_dim(value) {
-                            Some(d) => {
-                                at_entry.insert(*local, d);
-                            }
-                            None => {
-                                at_entry.remove(local);
-                            }
-                        }
+                        assign(&mut at_entry, &mut known_at_entry, *local, value);
                     }
                 }
                 for (v, d) in &at_entry {
@@ -331,19 +345,71 @@ pub(super) fn stride_loops(
                     cudarace_ir::assigned_locals(blk, &mut changed);
                 }
                 inner.retain(|l, _| !changed.contains(l));
+                let inner_known = forget(&known_at_entry, &changed);
                 for blk in [&l.cond_effects, &l.body, &l.step] {
-                    stride_loops(blk, &inner, constant, thread_dim, found);
+                    stride_loops(blk, &inner, &inner_known, constant, thread_dim, found);
                 }
             }
             _ => {}
         }
-        // Whatever a branch, a loop or unmodelled code may change holds no thread index.
+        // Whatever a branch, a loop or unmodelled code may change holds no thread index, and
+        // no known value.
         if !matches!(s, Stmt::Assign { .. }) {
             let mut changed = std::collections::BTreeSet::new();
             cudarace_ir::assigned_locals(std::slice::from_ref(s), &mut changed);
             holds.retain(|l, _| !changed.contains(l));
+            known = forget(&known, &changed);
         }
     }
+}
+
+/// Known values past which an inlined value is not kept (nodes).
+const MAX_KNOWN_SIZE: usize = 64;
+
+/// `e` with the locals of `known` replaced by their values.
+fn inline_known(e: &Expr, known: &BTreeMap<cudarace_ir::LocalId, Expr>) -> Expr {
+    match e {
+        Expr::Local(l) => known.get(l).cloned().unwrap_or_else(|| e.clone()),
+        Expr::Unary(op, a) => Expr::un(*op, inline_known(a, known)),
+        Expr::Binary(op, a, b) => Expr::bin(*op, inline_known(a, known), inline_known(b, known)),
+        Expr::Ite(c, a, b) => Expr::Ite(
+            Box::new(inline_known(c, known)),
+            Box::new(inline_known(a, known)),
+            Box::new(inline_known(b, known)),
+        ),
+        Expr::Cast(t, a) => Expr::Cast(*t, Box::new(inline_known(a, known))),
+        other => other.clone(),
+    }
+}
+
+/// The number of nodes of `e`.
+fn expr_size(e: &Expr) -> usize {
+    let mut n = 0;
+    walk_expr(e, &mut |_, _| n += 1, false);
+    n
+}
+
+/// `known` without the locals of `changed`, and without the values that read one of them.
+fn forget(
+    known: &BTreeMap<cudarace_ir::LocalId, Expr>,
+    changed: &std::collections::BTreeSet<cudarace_ir::LocalId>,
+) -> BTreeMap<cudarace_ir::LocalId, Expr> {
+    known
+        .iter()
+        .filter(|(l, v)| !changed.contains(l) && !mentions_any(v, changed))
+        .map(|(l, v)| (*l, v.clone()))
+        .collect()
+}
+
+/// Whether `e` reads one of the locals of `locals`.
+fn mentions_any(e: &Expr, locals: &std::collections::BTreeSet<cudarace_ir::LocalId>) -> bool {
+    let mut found = false;
+    walk_expr(
+        e,
+        &mut |x, _| found |= matches!(x, Expr::Local(l) if locals.contains(l)),
+        false,
+    );
+    found
 }
 
 /// `C` when every assignment of `v` in the loop (past its `init`) is `v = v + C` with the same
