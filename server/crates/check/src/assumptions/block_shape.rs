@@ -309,7 +309,7 @@ pub(super) fn stride_loops(
         // that reads the old one (`pos = pos + 1` with `pos` not known).
         let changed = std::collections::BTreeSet::from([local]);
         *known = forget(known, &changed);
-        if expr_size(&value) <= MAX_KNOWN_SIZE && !mentions_any(&value, &changed) {
+        if expr_size(&value) <= MAX_KNOWN_SIZE && !reads_any_local(&value, &changed) {
             known.insert(local, value);
         }
     };
@@ -396,20 +396,9 @@ fn forget(
 ) -> BTreeMap<cudarace_ir::LocalId, Expr> {
     known
         .iter()
-        .filter(|(l, v)| !changed.contains(l) && !mentions_any(v, changed))
+        .filter(|(l, v)| !changed.contains(l) && !reads_any_local(v, changed))
         .map(|(l, v)| (*l, v.clone()))
         .collect()
-}
-
-/// Whether `e` reads one of the locals of `locals`.
-fn mentions_any(e: &Expr, locals: &std::collections::BTreeSet<cudarace_ir::LocalId>) -> bool {
-    let mut found = false;
-    walk_expr(
-        e,
-        &mut |x, _| found |= matches!(x, Expr::Local(l) if locals.contains(l)),
-        false,
-    );
-    found
 }
 
 /// `C` when every assignment of `v` in the loop (past its `init`) is `v = v + C` with the same

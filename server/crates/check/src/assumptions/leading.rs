@@ -280,15 +280,6 @@ pub(crate) fn guard_operands(kernel: &Kernel) -> Vec<Expr> {
         walk_expr(e, &mut |x, _| found |= matches!(x, Expr::Ite(..)), false);
         found
     }
-    fn reads_local(e: &Expr, locals: &std::collections::BTreeSet<cudarace_ir::LocalId>) -> bool {
-        let mut found = false;
-        walk_expr(
-            e,
-            &mut |x, _| found |= matches!(x, Expr::Local(l) if locals.contains(l)),
-            false,
-        );
-        found
-    }
     // Conditions that guard, and the `if`s that only choose values (condition, assigned).
     let mut guards: Vec<Expr> = Vec::new();
     // Loop conditions guard what they compare, but a value a choice sets and a loop bound reads
@@ -332,7 +323,7 @@ pub(crate) fn guard_operands(kernel: &Kernel) -> Vec<Expr> {
     loop {
         let before = choosing.len();
         choosing.retain(|(cond, assigned)| {
-            if guards.iter().any(|g| reads_local(g, assigned)) {
+            if guards.iter().any(|g| reads_any_local(g, assigned)) {
                 guards.push(cond.clone());
                 false
             } else {

@@ -779,6 +779,17 @@ pub(crate) fn assigned_values(b: &Block, f: &mut dyn FnMut(cudarace_ir::LocalId,
     }
 }
 
+/// Whether `e` reads one of the locals of `locals`.
+pub(crate) fn reads_any_local(e: &Expr, locals: &std::collections::BTreeSet<LocalId>) -> bool {
+    let mut found = false;
+    walk_expr(
+        e,
+        &mut |x, _| found |= matches!(x, Expr::Local(l) if locals.contains(l)),
+        false,
+    );
+    found
+}
+
 /// The locals of `kernel` assigned exactly once, with their value.
 pub(crate) fn assigned_once(kernel: &Kernel) -> BTreeMap<cudarace_ir::LocalId, Expr> {
     let mut counts: BTreeMap<cudarace_ir::LocalId, usize> = BTreeMap::new();
