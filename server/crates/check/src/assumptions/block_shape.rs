@@ -308,8 +308,8 @@ pub(super) fn stride_loops(
         // What was known through the old value of `local` is no more; nor is a new value
         // that reads the old one (`pos = pos + 1` with `pos` not known).
         let changed = std::collections::BTreeSet::from([local]);
-        *known = forget(known, &changed);
-        if expr_size(&value) <= MAX_KNOWN_SIZE && !reads_any_local(&value, &changed) {
+        forget(known, &changed);
+        if known.len() < MAX_KNOWN && index_like(&value) && !reads_any_local(&value, &changed) {
             known.insert(local, value);
         }
     };
@@ -345,7 +345,8 @@ pub(super) fn stride_loops(
                     cudarace_ir::assigned_locals(blk, &mut changed);
                 }
                 inner.retain(|l, _| !changed.contains(l));
-                let inner_known = forget(&known_at_entry, &changed);
+                let mut inner_known = known_at_entry;
+                forget(&mut inner_known, &changed);
                 for blk in [&l.cond_effects, &l.body, &l.step] {
                     stride_loops(blk, &inner, &inner_known, constant, thread_dim, found);
                 }
@@ -358,13 +359,30 @@ pub(super) fn stride_loops(
             let mut changed = std::collections::BTreeSet::new();
             cudarace_ir::assigned_locals(std::slice::from_ref(s), &mut changed);
             holds.retain(|l, _| !changed.contains(l));
-            known = forget(&known, &changed);
+            forget(&mut known, &changed);
         }
     }
 }
 
-/// Known values past which an inlined value is not kept (nodes).
-const MAX_KNOWN_SIZE: usize = 64;
+/// Known values past which an inlined value is not kept (nodes), and how many are kept: on a
+/// 500-line kernel of floating-point code, keeping every value made planning 4 s slower.
+const MAX_KNOWN_SIZE: usize = 32;
+const MAX_KNOWN: usize = 48;
+
+/// Whether a value is worth keeping to inline: small, and made of indices and sizes only (no
+/// memory, no unknown or floating-point value, which no thread index is built of).
+fn index_like(e: &Expr) -> bool {
+    let (mut n, mut data) = (0, false);
+    walk_expr(
+        e,
+        &mut |x, _| {
+            n += 1;
+            data |= matches!(x, Expr::Load(_) | Expr::Unknown(_) | Expr::Float(_));
+        },
+        false,
+    );
+    n <= MAX_KNOWN_SIZE && !data
+}
 
 /// `e` with the locals of `known` replaced by their values.
 fn inline_known(e: &Expr, known: &BTreeMap<cudarace_ir::LocalId, Expr>) -> Expr {
@@ -382,23 +400,14 @@ fn inline_known(e: &Expr, known: &BTreeMap<cudarace_ir::LocalId, Expr>) -> Expr 
     }
 }
 
-/// The number of nodes of `e`.
-fn expr_size(e: &Expr) -> usize {
-    let mut n = 0;
-    walk_expr(e, &mut |_, _| n += 1, false);
-    n
-}
-
-/// `known` without the locals of `changed`, and without the values that read one of them.
+/// Drops from `known` the locals of `changed`, and the values that read one of them.
 fn forget(
-    known: &BTreeMap<cudarace_ir::LocalId, Expr>,
+    known: &mut BTreeMap<cudarace_ir::LocalId, Expr>,
     changed: &std::collections::BTreeSet<cudarace_ir::LocalId>,
-) -> BTreeMap<cudarace_ir::LocalId, Expr> {
-    known
-        .iter()
-        .filter(|(l, v)| !changed.contains(l) && !reads_any_local(v, changed))
-        .map(|(l, v)| (*l, v.clone()))
-        .collect()
+) {
+    if !changed.is_empty() {
+        known.retain(|l, v| !changed.contains(l) && !reads_any_local(v, changed));
+    }
 }
 
 /// `C` when every assignment of `v` in the loop (past its `init`) is `v = v + C` with the same

@@ -194,8 +194,13 @@ pub fn leading_dimension_assumptions(
         );
     };
     visit_accesses(&kernel.body, &mut visit_index);
-    // An index built in a local first (`int at = row * ldc + col; c[at] = …`).
-    assigned_values(&kernel.body, &mut |_, value| visit_index(value));
+    // An index built in a local first (`int at = row * ldc + col; c[at] = …`); not a step of
+    // a loop counter (`i += gridDim.x * blockDim.x * width`: no row of `width` cells).
+    assigned_values(&kernel.body, &mut |l, value| {
+        if !reads_any_local(value, &std::collections::BTreeSet::from([l])) {
+            visit_index(value);
+        }
+    });
     pairs
         .into_iter()
         .map(|(ld, scale, row)| Assumption {
