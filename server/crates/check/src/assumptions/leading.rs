@@ -194,10 +194,29 @@ pub fn leading_dimension_assumptions(
         );
     };
     visit_accesses(&kernel.body, &mut visit_index);
-    // An index built in a local first (`int at = row * ldc + col; c[at] = …`); not a step of
-    // a loop counter (`i += gridDim.x * blockDim.x * width`: no row of `width` cells).
+    // An index built in a local first (`int at = row * ldc + col; c[at] = …`), or a pointer
+    // moved to its cell (`out += col + row * pitch`); not the step of a loop's counter
+    // (`i += gridDim.x * blockDim.x * width` with `i < n` tested: no row of `width` cells).
+    let mut counters = std::collections::BTreeSet::new();
+    visit_stmts(&kernel.body, &mut |s| {
+        if let Stmt::Loop(l) = s {
+            let mut changed = std::collections::BTreeSet::new();
+            for blk in [&l.body, &l.step] {
+                cudarace_ir::assigned_locals(blk, &mut changed);
+            }
+            if let Some(cond) = &l.cond {
+                counters.extend(
+                    changed
+                        .into_iter()
+                        .filter(|x| reads_any_local(cond, &std::collections::BTreeSet::from([*x]))),
+                );
+            }
+        }
+    });
     assigned_values(&kernel.body, &mut |l, value| {
-        if !reads_any_local(value, &std::collections::BTreeSet::from([l])) {
+        let step =
+            counters.contains(&l) && reads_any_local(value, &std::collections::BTreeSet::from([l]));
+        if !step {
             visit_index(value);
         }
     });
