@@ -15,22 +15,19 @@ pub fn leading_dimension_assumptions(
     if !switches.leading_dimensions {
         return vec![];
     }
-    let int_param = |e: &Expr| match strip_casts(e) {
+    let int_param_of = |e: &Expr| match strip_casts(e) {
         Expr::Param(p) => kernel
             .params
             .get(p.0 as usize)
-            .filter(|p| p.value.is_none() && matches!(p.ty, ScalarType::Int { .. }))
-            .map(|p| p.name.clone()),
+            .filter(|p| p.value.is_none() && matches!(p.ty, ScalarType::Int { .. })),
         _ => None,
     };
+    let int_param = |e: &Expr| int_param_of(e).map(|p| p.name.clone());
     let param_amount = |e: &Expr| int_param(e).map(Amount::param);
-    let signed_param = |e: &Expr| match strip_casts(e) {
-        Expr::Param(p) => kernel
-            .params
-            .get(p.0 as usize)
-            .filter(|p| p.value.is_none() && matches!(p.ty, ScalarType::Int { signed: true, .. }))
-            .map(|p| p.name.clone()),
-        _ => None,
+    let signed_param = |e: &Expr| {
+        int_param_of(e)
+            .filter(|p| matches!(p.ty, ScalarType::Int { signed: true, .. }))
+            .map(|p| p.name.clone())
     };
     let once = assigned_once(kernel);
     // A bound is a parameter, or a parameter moved by a constant (`if (ix > nx - 2) return`
@@ -47,13 +44,9 @@ pub fn leading_dimension_assumptions(
     let computed_row = |e: &Expr| match strip_casts(e) {
         Expr::Binary(BinOp::Sub, a, b) => {
             let (n, m) = (signed_param(a)?, signed_param(b)?);
-            Some(Amount::Computed(
-                sub(
-                    Term::Var(format!("param.{n}").into()),
-                    Term::Var(format!("param.{m}").into()),
-                ),
-                format!("{n} - {m}"),
-            ))
+            let text = format!("{n} - {m}");
+            let term = sub(Amount::param(n).term(), Amount::param(m).term());
+            Some(Amount::Computed(term, text))
         }
         other => {
             let row = uniform(kernel, &once, other, 0)?;
@@ -205,10 +198,17 @@ pub fn leading_dimension_assumptions(
                 cudarace_ir::assigned_locals(blk, &mut changed);
             }
             if let Some(cond) = &l.cond {
-                counters.extend(
-                    changed
-                        .into_iter()
-                        .filter(|x| reads_any_local(cond, &std::collections::BTreeSet::from([*x]))),
+                // The changed locals the condition reads (one walk of it).
+                walk_expr(
+                    cond,
+                    &mut |x, _| {
+                        if let Expr::Local(v) = x {
+                            if changed.contains(v) {
+                                counters.insert(*v);
+                            }
+                        }
+                    },
+                    false,
                 );
             }
         }
