@@ -174,6 +174,26 @@ fn split(ms: &[Mono], f: &Term) -> (Term, Term) {
     (sum_of(&hi), sum_of(&lo))
 }
 
+/// Removes the summands `mx` and `my` both have (same coefficient, same factors), each one as
+/// often as both have it; whether any was removed.
+fn cancel_common(mx: &mut Vec<Mono>, my: &mut Vec<Mono>) -> bool {
+    let before = mx.len();
+    let mut i = 0;
+    while i < mx.len() {
+        let same = my
+            .iter()
+            .position(|m| m.coef == mx[i].coef && m.factors == mx[i].factors);
+        match same {
+            Some(j) => {
+                my.remove(j);
+                mx.remove(i);
+            }
+            None => i += 1,
+        }
+    }
+    mx.len() != before
+}
+
 /// Mixed-radix injectivity for two threads' values `x` and `y` (see the module comment), for
 /// every radix `M` that multiplies a per-thread part of either, and again for the digits.
 pub fn radix_lemmas(x: &Term, y: &Term, out: &mut Vec<Term>) {
@@ -184,9 +204,17 @@ fn radix_rec(x: &Term, y: &Term, depth: usize, out: &mut Vec<Term>) {
     if depth >= MAX_DEPTH || out.len() >= MAX_LEMMAS || x == y {
         return;
     }
-    let (Some(mx), Some(my)) = (monos(x), monos(y)) else {
+    let (Some(mut mx), Some(mut my)) = (monos(x), monos(y)) else {
         return;
     };
+    // A summand both sides share (the offset `2·N` of a structure-of-arrays plane in
+    // `a[2·N + n]`, both threads on the same statement) cancels: `x == y` iff the rests are
+    // equal, and only the rests are mixed-radix numbers whose low digit is in range.
+    let rests = cancel_common(&mut mx, &mut my).then(|| (sum_of(&mx), sum_of(&my)));
+    let (x, y) = rests.as_ref().map_or((x, y), |(a, b)| (a, b));
+    if x == y {
+        return;
+    }
     let mut rs = Vec::new();
     radices(&mx, &mut rs);
     radices(&my, &mut rs);
@@ -589,6 +617,58 @@ mod tests {
         // `b·n + i` is taken apart by `n` too.
         assert!(out.iter().any(|l| matches!(l, Term::Implies(_, c)
             if **c == and(vec![eq(Term::var("A.b"), Term::var("B.b")), eq(Term::var("A.i"), Term::var("B.i"))]))));
+    }
+
+    /// Both threads on `a[2·N + n]` with `n = (S·b + s)·B + t`: the plane's offset `2·N`,
+    /// the same on both sides, is no part of any digit (as the low digit `2·N + t` is never
+    /// below `B`), so the lemmas are about `n` alone.
+    #[test]
+    fn an_offset_both_threads_share_cancels() {
+        let idx = |t: &str| {
+            let var = |n: &str| Term::var(format!("{t}.{n}"));
+            let n = add(
+                add(
+                    mul(mul(Term::var("S"), var("b")), Term::var("B")),
+                    mul(var("s"), Term::var("B")),
+                ),
+                var("t"),
+            );
+            add(mul(int(2), Term::var("N")), n)
+        };
+        let mut out = Vec::new();
+        radix_lemmas(&idx("A"), &idx("B"), &mut out);
+        let conclusion = |hi: Term, lo: Term| {
+            out.iter().any(
+                |l| matches!(l, Term::Implies(_, c) if **c == and(vec![hi.clone(), lo.clone()])),
+            )
+        };
+        let v = |n: &str| Term::var(n);
+        assert!(
+            conclusion(
+                eq(
+                    add(mul(v("S"), v("A.b")), v("A.s")),
+                    add(mul(v("S"), v("B.b")), v("B.s"))
+                ),
+                eq(v("A.t"), v("B.t"))
+            ),
+            "no lemma for radix B in {out:?}"
+        );
+        assert!(
+            conclusion(eq(v("A.b"), v("B.b")), eq(v("A.s"), v("B.s"))),
+            "no lemma for radix S in {out:?}"
+        );
+        // Valid for radices of either sign (checked at constants: symbolic radices make the
+        // check nonlinear).
+        for (s, b) in [(3, 4), (5, -2), (-2, 7)] {
+            for l in &out {
+                let at = subst_with(l, &mut |n| match n {
+                    "S" => Some(int(s)),
+                    "B" => Some(int(b)),
+                    _ => None,
+                });
+                assert!(valid(&at), "not valid: {}", show(&at));
+            }
+        }
     }
 
     /// Above a constant radix, a linear digit gets no lemma (Z3 decides it alone).

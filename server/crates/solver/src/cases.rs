@@ -73,6 +73,77 @@ pub(crate) fn finite_cases(query: &Query) -> Option<Vec<Case>> {
     (out.len() > 1 || out.first().is_some_and(|c| !c.is_empty())).then_some(out)
 }
 
+/// The cases of the variables in nonlinear positions that the query bounds to a few values
+/// at its top level (`0 <= q ∧ q < 9`, the counter of a loop over the planes of a
+/// structure-of-arrays, in `q·N + n`): one case per combination of their values, the
+/// narrowest ranges first, as long as there are at most [`MAX_CASES`]. `None` when there is
+/// no such variable. Every model gives each of them a value in its range, so the cases cover
+/// the query.
+pub(crate) fn small_ranges(query: &Query) -> Option<Vec<Case>> {
+    let mut nonlinear = BTreeSet::new();
+    for a in &query.assertions {
+        nonlinear_vars(a, &mut nonlinear);
+    }
+    if nonlinear.is_empty() {
+        return None;
+    }
+    let mut bounds: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
+    let mut stack: Vec<&Term> = query.assertions.iter().collect();
+    while let Some(t) = stack.pop() {
+        // `(name, lower, upper)` of a constant bound on one side.
+        let bound = match t {
+            Term::And(ts) => {
+                stack.extend(ts.iter());
+                continue;
+            }
+            Term::Le(a, b) => match (&**a, &**b) {
+                (Term::Int(k), Term::Var(n)) => Some((n, *k, i64::MAX)),
+                (Term::Var(n), Term::Int(k)) => Some((n, i64::MIN, *k)),
+                _ => None,
+            },
+            Term::Lt(a, b) => match (&**a, &**b) {
+                (Term::Int(k), Term::Var(n)) => k.checked_add(1).map(|k| (n, k, i64::MAX)),
+                (Term::Var(n), Term::Int(k)) => k.checked_sub(1).map(|k| (n, i64::MIN, k)),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some((n, lo, hi)) = bound {
+            if nonlinear.contains(&**n) {
+                let b = bounds.entry(n.to_string()).or_insert((i64::MIN, i64::MAX));
+                b.0 = b.0.max(lo);
+                b.1 = b.1.min(hi);
+            }
+        }
+    }
+    let mut ranges: Vec<(String, i64, i64)> = bounds
+        .into_iter()
+        .filter(|(_, (lo, hi))| {
+            lo <= hi && hi.checked_sub(*lo).is_some_and(|d| d < MAX_CASES as i64)
+        })
+        .map(|(n, (lo, hi))| (n, lo, hi))
+        .collect();
+    ranges.sort_by_key(|(_, lo, hi)| hi - lo);
+    let mut out: Vec<Case> = vec![vec![]];
+    for (n, lo, hi) in ranges {
+        let width = usize::try_from(hi - lo + 1).unwrap_or(usize::MAX);
+        if out.len().saturating_mul(width) > MAX_CASES {
+            continue;
+        }
+        out = out
+            .iter()
+            .flat_map(|prefix| {
+                (lo..=hi).map(|k| {
+                    let mut c = prefix.clone();
+                    c.push((n.clone(), k));
+                    c
+                })
+            })
+            .collect();
+    }
+    out.first().is_some_and(|c| !c.is_empty()).then_some(out)
+}
+
 /// The constant assignments of a disjunction `a` (one per distinct disjunct), when each
 /// disjunct fixes a variable of `nonlinear`.
 fn disjunction_cases(a: &Term, nonlinear: &BTreeSet<String>) -> Option<Vec<Case>> {
@@ -193,6 +264,36 @@ mod tests {
                 vec![("h".to_string(), 8), ("w".to_string(), 32)],
             ]
         );
+    }
+
+    #[test]
+    fn a_counter_of_few_values_in_a_product_is_cases() {
+        // `0 <= x < 3` and `x·w`: three cases; `n <= 100` (wide) and `y` (linear) are none.
+        let q = query(vec![
+            Term::And(
+                vec![
+                    Term::le(Term::Int(0), v("x")),
+                    Term::lt(v("n"), Term::Int(100)),
+                ]
+                .into(),
+            ),
+            Term::lt(v("x"), Term::Int(3)),
+            Term::le(Term::Int(0), v("n")),
+            Term::le(v("y"), Term::Int(1)),
+            Term::le(Term::Int(0), v("y")),
+            Term::eq(
+                Term::Mul(vec![v("x"), v("w")].into()),
+                Term::Add(vec![Term::Mul(vec![v("n"), v("h")].into()), v("y")].into()),
+            ),
+        ]);
+        let x = |k| vec![("x".to_string(), k)];
+        assert_eq!(small_ranges(&q), Some(vec![x(0), x(1), x(2)]));
+        let linear = query(vec![
+            Term::le(Term::Int(0), v("x")),
+            Term::lt(v("x"), Term::Int(3)),
+            Term::eq(Term::Add(vec![v("x"), v("w")].into()), v("y")),
+        ]);
+        assert_eq!(small_ranges(&linear), None);
     }
 
     #[test]

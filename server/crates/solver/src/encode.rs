@@ -221,7 +221,7 @@ impl Encoder {
                 let v = ints(args)?;
                 match v.len() {
                     0 => Expr::Int(Int::from_i64(1)),
-                    _ if self.abstracted.is_some() => Expr::Int(self.linear_product(t, v)),
+                    _ if self.abstracted.is_some() => Expr::Int(self.linear_product(t, v)?),
                     _ => Expr::Int(Int::mul(&v)),
                 }
             }
@@ -348,8 +348,62 @@ impl Encoder {
 impl Encoder {
     /// A product in a linear abstraction: the constant factors times one fresh constant per
     /// further non-constant factor (`a*b*c` is `(a*b)*c`, two constants), each with
-    /// [`product_facts`].
-    fn linear_product(&self, t: &Term, factors: Vec<Int>) -> Int {
+    /// [`product_facts`]. Nested products are flattened first, with the variables of the
+    /// encoder's values as constants, so that one product written two ways is one constant:
+    /// `2*(nx*ny*nz)` and `(q*nx)*ny*nz` with `q == 2` both are `2*x` for `x == nx*ny*nz`.
+    fn linear_product(&self, t: &Term, factors: Vec<Int>) -> Result<Int, String> {
+        let mut leaves = Vec::new();
+        let mut constant: Option<i64> = Some(1);
+        self.product_leaves(t, &mut leaves, &mut constant);
+        let Some(constant) = constant else {
+            // A constant factor that overflows: the factors as they are, keyed by the term.
+            return Ok(self.abstract_product(t, factors));
+        };
+        let factors: Vec<Int> = leaves
+            .iter()
+            .map(|l| match self.expr(l)? {
+                Expr::Int(i) => Ok(i),
+                Expr::Bool(_) => Err(format!("Int operand expected in {}", brief(t))),
+            })
+            .collect::<Result<_, _>>()?;
+        if factors.len() < 2 {
+            let mut all = vec![Int::from_i64(constant)];
+            all.extend(factors);
+            return Ok(Int::mul(&all));
+        }
+        let mut acc = factors[0].clone();
+        for (i, b) in factors.iter().enumerate().skip(1) {
+            // Keyed by the leaves so far: the same product, the same constant.
+            let key = Term::Mul(leaves[..=i].to_vec().into());
+            acc = self.abstract_step(&key, &acc, b);
+        }
+        Ok(Int::mul(&[Int::from_i64(constant), acc]))
+    }
+
+    /// The non-constant factors of the product `t` with nested products flattened (in their
+    /// order), multiplying the constant ones into `constant` (`None` on overflow).
+    fn product_leaves(&self, t: &Term, leaves: &mut Vec<Term>, constant: &mut Option<i64>) {
+        // An explicit stack, in order (terms may nest deeper than recursion allows).
+        let mut stack = vec![t];
+        while let Some(t) = stack.pop() {
+            match t {
+                Term::Mul(ts) => stack.extend(ts.iter().rev()),
+                Term::Int(k) => *constant = constant.and_then(|c| c.checked_mul(*k)),
+                Term::Var(n) => match self.vars.get(&**n).and_then(|e| match e {
+                    Expr::Int(i) => i.as_i64(),
+                    Expr::Bool(_) => None,
+                }) {
+                    Some(k) => *constant = constant.and_then(|c| c.checked_mul(k)),
+                    None => leaves.push(t.clone()),
+                },
+                other => leaves.push(other.clone()),
+            }
+        }
+    }
+
+    /// [`Encoder::linear_product`] of the encoded `factors` of `t` as they are (constant
+    /// factors pulled out), keyed by the term and the factor's place.
+    fn abstract_product(&self, t: &Term, factors: Vec<Int>) -> Int {
         let (constants, mut others): (Vec<Int>, Vec<Int>) =
             factors.into_iter().partition(|f| f.as_i64().is_some());
         if others.len() < 2 {
@@ -358,31 +412,34 @@ impl Encoder {
         }
         let mut acc = others[0].clone();
         for (i, b) in others.iter().enumerate().skip(1) {
-            // Keyed by the term and the factor's place: the same product, the same constant.
             let key = Term::Mul(vec![t.clone(), Term::Int(i as i64)].into());
-            let a = acc.clone();
-            acc = self
-                .abstraction(&key, |x| {
-                    let mut facts = product_facts(&a, b, x);
-                    let mut products = self.products.borrow_mut();
-                    for (a2, b2, x2) in products.iter() {
-                        for (k, p, p2) in [(b, &a, a2), (b, &a, b2), (&a, b, a2), (&a, b, b2)] {
-                            let other = if std::ptr::eq(p2, a2) { b2 } else { a2 };
-                            if *k == *other {
-                                facts.extend(common_factor_facts(k, p, x, p2, x2));
-                            }
-                        }
-                    }
-                    if products.len() < MAX_PRODUCT_PAIRS {
-                        products.push((a.clone(), b.clone(), x.clone()));
-                    }
-                    facts
-                })
-                .unwrap_or_else(|| Int::mul(&[a.clone(), b.clone()]));
+            acc = self.abstract_step(&key, &acc, b);
         }
         let mut all = constants;
         all.push(acc);
         Int::mul(&all)
+    }
+
+    /// The fresh constant for `a * b` under `key`, with its facts and those relating it to
+    /// the earlier products with a common factor.
+    fn abstract_step(&self, key: &Term, a: &Int, b: &Int) -> Int {
+        self.abstraction(key, |x| {
+            let mut facts = product_facts(a, b, x);
+            let mut products = self.products.borrow_mut();
+            for (a2, b2, x2) in products.iter() {
+                for (k, p, p2) in [(b, a, a2), (b, a, b2), (a, b, a2), (a, b, b2)] {
+                    let other = if std::ptr::eq(p2, a2) { b2 } else { a2 };
+                    if *k == *other {
+                        facts.extend(common_factor_facts(k, p, x, p2, x2));
+                    }
+                }
+            }
+            if products.len() < MAX_PRODUCT_PAIRS {
+                products.push((a.clone(), b.clone(), x.clone()));
+            }
+            facts
+        })
+        .unwrap_or_else(|| Int::mul(&[a.clone(), b.clone()]))
     }
 }
 

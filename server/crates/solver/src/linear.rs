@@ -26,7 +26,30 @@ pub(crate) fn linear_unsat(query: &Query, limits: &Limits) -> bool {
     // A variable the query fixes (a launch size of a bound launch, `blockDim.x == 256`) is
     // that constant in the abstraction: `bid * blockDim.x` is then a linear term, not a fresh
     // constant with facts (an exact abstraction decides more pairs, and faster).
-    let enc = Encoder::linear_with_values(&query.vars, &fixed_values(query));
+    let fixed = fixed_values(query);
+    if abstraction_unsat(query, limits, &fixed) {
+        return true;
+    }
+    // A factor with a few values (a loop over the planes `q·N + n` of a structure-of-arrays):
+    // with each value substituted the product is linear, and when every case is unsat, so is
+    // the query. The first case the abstraction cannot refute ends the attempt.
+    let Some(cases) = crate::cases::small_ranges(query) else {
+        return false;
+    };
+    cases.iter().all(|case| {
+        let mut values = fixed.clone();
+        values.extend(
+            case.iter()
+                .filter(|(n, _)| !fixed.iter().any(|(m, _)| m == n))
+                .cloned(),
+        );
+        abstraction_unsat(query, limits, &values)
+    })
+}
+
+/// Whether the linear abstraction of the query with `values` substituted is unsatisfiable.
+fn abstraction_unsat(query: &Query, limits: &Limits, values: &[(String, i64)]) -> bool {
+    let enc = Encoder::linear_with_values(&query.vars, values);
     let Ok(formulas) = query
         .assertions
         .iter()
