@@ -198,23 +198,25 @@ fn cancel_common(mx: &mut Vec<Mono>, my: &mut Vec<Mono>) -> bool {
 /// every radix `M` that multiplies a per-thread part of either, and again for the digits.
 pub fn radix_lemmas(x: &Term, y: &Term, out: &mut Vec<Term>) {
     radix_rec(x, y, 0, out);
+    // A summand both sides share (the offset `2·N` of a structure-of-arrays plane in
+    // `a[2·N + n]`, both threads on the same statement) is no part of any digit: the low digit
+    // `2·N + t` is never below the radix. `x == y` iff the rests are equal, and the rests are
+    // mixed-radix numbers whose low digits are in range: their lemmas too.
+    let (Some(mut mx), Some(mut my)) = (monos(x), monos(y)) else {
+        return;
+    };
+    if cancel_common(&mut mx, &mut my) {
+        radix_rec(&sum_of(&mx), &sum_of(&my), 0, out);
+    }
 }
 
 fn radix_rec(x: &Term, y: &Term, depth: usize, out: &mut Vec<Term>) {
     if depth >= MAX_DEPTH || out.len() >= MAX_LEMMAS || x == y {
         return;
     }
-    let (Some(mut mx), Some(mut my)) = (monos(x), monos(y)) else {
+    let (Some(mx), Some(my)) = (monos(x), monos(y)) else {
         return;
     };
-    // A summand both sides share (the offset `2·N` of a structure-of-arrays plane in
-    // `a[2·N + n]`, both threads on the same statement) cancels: `x == y` iff the rests are
-    // equal, and only the rests are mixed-radix numbers whose low digit is in range.
-    let rests = cancel_common(&mut mx, &mut my).then(|| (sum_of(&mx), sum_of(&my)));
-    let (x, y) = rests.as_ref().map_or((x, y), |(a, b)| (a, b));
-    if x == y {
-        return;
-    }
     let mut rs = Vec::new();
     radices(&mx, &mut rs);
     radices(&my, &mut rs);

@@ -348,20 +348,23 @@ impl Encoder {
 impl Encoder {
     /// A product in a linear abstraction: the constant factors times one fresh constant per
     /// further non-constant factor (`a*b*c` is `(a*b)*c`, two constants), each with
-    /// [`product_facts`]. Nested products are flattened first, with the variables of the
-    /// encoder's values as constants, so that one product written two ways is one constant:
-    /// `2*(nx*ny*nz)` and `(q*nx)*ny*nz` with `q == 2` both are `2*x` for `x == nx*ny*nz`.
+    /// [`product_facts`]. A factor that is itself a product with a constant factor (after the
+    /// encoder's values are substituted) is taken apart, and each constant is keyed by the
+    /// non-constant leaves of its two factors, so that one product written two ways is one
+    /// constant: `2*(nx*ny*nz)` and `((q*nx)*ny)*nz` with `q == 2` are both `2*x` for the `x`
+    /// of `nx*ny*nz`. A factor without a constant stays whole (`b*(row*col)` is `b*y` for the
+    /// `y` of `row*col`, the divisor of `pos / (row*col)`, whose facts are about `y`).
     fn linear_product(&self, t: &Term, factors: Vec<Int>) -> Result<Int, String> {
-        let mut leaves = Vec::new();
+        let mut units = Vec::new();
         let mut constant: Option<i64> = Some(1);
-        self.product_leaves(t, &mut leaves, &mut constant);
+        self.product_units(t, &mut units, &mut constant);
         let Some(constant) = constant else {
             // A constant factor that overflows: the factors as they are, keyed by the term.
             return Ok(self.abstract_product(t, factors));
         };
-        let factors: Vec<Int> = leaves
+        let factors: Vec<Int> = units
             .iter()
-            .map(|l| match self.expr(l)? {
+            .map(|u| match self.expr(u)? {
                 Expr::Int(i) => Ok(i),
                 Expr::Bool(_) => Err(format!("Int operand expected in {}", brief(t))),
             })
@@ -371,31 +374,81 @@ impl Encoder {
             all.extend(factors);
             return Ok(Int::mul(&all));
         }
+        let mut leaves = Vec::new();
+        self.product_leaves(&units[0], &mut leaves);
         let mut acc = factors[0].clone();
         for (i, b) in factors.iter().enumerate().skip(1) {
-            // Keyed by the leaves so far: the same product, the same constant.
-            let key = Term::Mul(leaves[..=i].to_vec().into());
+            // Keyed by the non-constant leaves of both sides: the same product of the same
+            // two factors, the same constant (and its facts are about those two factors).
+            let mut right = Vec::new();
+            self.product_leaves(&units[i], &mut right);
+            let key = Term::Mul(
+                vec![
+                    Term::Mul(leaves.clone().into()),
+                    Term::Mul(right.clone().into()),
+                ]
+                .into(),
+            );
+            leaves.extend(right);
             acc = self.abstract_step(&key, &acc, b);
         }
         Ok(Int::mul(&[Int::from_i64(constant), acc]))
     }
 
-    /// The non-constant factors of the product `t` with nested products flattened (in their
-    /// order), multiplying the constant ones into `constant` (`None` on overflow).
-    fn product_leaves(&self, t: &Term, leaves: &mut Vec<Term>, constant: &mut Option<i64>) {
+    /// The constant value of a product's factor `t` (a constant, or a variable of the
+    /// encoder's values).
+    fn constant_factor(&self, t: &Term) -> Option<i64> {
+        match t {
+            Term::Int(k) => Some(*k),
+            Term::Var(n) => match self.vars.get(&**n)? {
+                Expr::Int(i) => i.as_i64(),
+                Expr::Bool(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Does the product `t` have a constant factor at any depth of its nested products?
+    fn has_constant_factor(&self, t: &Term) -> bool {
+        let mut stack = vec![t];
+        while let Some(t) = stack.pop() {
+            match t {
+                Term::Mul(ts) => stack.extend(ts.iter()),
+                other if self.constant_factor(other).is_some() => return true,
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// The factors of the product `t` to multiply (see [`Encoder::linear_product`]), in order:
+    /// nested products with a constant factor taken apart, the constants multiplied into
+    /// `constant` (`None` on overflow).
+    fn product_units(&self, t: &Term, units: &mut Vec<Term>, constant: &mut Option<i64>) {
         // An explicit stack, in order (terms may nest deeper than recursion allows).
+        let mut stack: Vec<&Term> = match t {
+            Term::Mul(ts) => ts.iter().rev().collect(),
+            other => vec![other],
+        };
+        while let Some(t) = stack.pop() {
+            if let Some(k) = self.constant_factor(t) {
+                *constant = constant.and_then(|c| c.checked_mul(k));
+                continue;
+            }
+            match t {
+                Term::Mul(ts) if self.has_constant_factor(t) => stack.extend(ts.iter().rev()),
+                other => units.push(other.clone()),
+            }
+        }
+    }
+
+    /// The non-constant leaves of the product `t` (nested products flattened), appended.
+    fn product_leaves(&self, t: &Term, leaves: &mut Vec<Term>) {
         let mut stack = vec![t];
         while let Some(t) = stack.pop() {
             match t {
                 Term::Mul(ts) => stack.extend(ts.iter().rev()),
-                Term::Int(k) => *constant = constant.and_then(|c| c.checked_mul(*k)),
-                Term::Var(n) => match self.vars.get(&**n).and_then(|e| match e {
-                    Expr::Int(i) => i.as_i64(),
-                    Expr::Bool(_) => None,
-                }) {
-                    Some(k) => *constant = constant.and_then(|c| c.checked_mul(k)),
-                    None => leaves.push(t.clone()),
-                },
+                other if self.constant_factor(other).is_some() => {}
                 other => leaves.push(other.clone()),
             }
         }
