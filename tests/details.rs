@@ -452,7 +452,8 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
          leading-dimensions = false\nlaunch-shape-without-launch = false\n\
          constant-block-shape = false\n\
          unread-block-dimensions = false\nwarp-sized-blocks = false\n\
-         one-to-one-thread-ids = false\nwhole-stretches = false\n",
+         one-to-one-thread-ids = false\nwhole-stretches = false\n\
+         divisible-sizes = false\n",
     );
     let config =
         cudarace_analysis::config::Config::load(&dir.join("cudarace.toml")).expect("valid config");
@@ -483,6 +484,7 @@ fn assumptions_switched_off_in_the_config_make_such_races_definite() {
         "witnesses/index_past_int_range_is_conditional.cu",
         "witnesses/padded_stretch_per_lane_group.cu",
         "witnesses/linearised_thread_id_inside_its_row.cu",
+        "witnesses/bit_rows_in_words_of_32_is_conditional.cu",
     ] {
         let path = fixtures_dir().join(rel);
         let text = std::fs::read_to_string(&path).expect("fixture is readable");

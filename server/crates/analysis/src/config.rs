@@ -270,6 +270,7 @@ struct RawAssumptions {
     warp_sized_blocks: Option<bool>,
     one_to_one_thread_ids: Option<bool>,
     whole_stretches: Option<bool>,
+    divisible_sizes: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -451,6 +452,7 @@ impl Config {
                 warp_sized_blocks: a.warp_sized_blocks.unwrap_or(d.warp_sized_blocks),
                 one_to_one_thread_ids: a.one_to_one_thread_ids.unwrap_or(d.one_to_one_thread_ids),
                 whole_stretches: a.whole_stretches.unwrap_or(d.whole_stretches),
+                divisible_sizes: a.divisible_sizes.unwrap_or(d.divisible_sizes),
             };
         }
         if let Some(l) = raw.library {

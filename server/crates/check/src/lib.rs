@@ -300,6 +300,9 @@ pub fn plan_kernel_until(
     if opts.assumptions.whole_stretches {
         kernel_assumptions.extend(assumptions::whole_stretch_assumptions(kernel));
     }
+    if opts.assumptions.divisible_sizes {
+        kernel_assumptions.extend(assumptions::divisible_size_assumptions(kernel));
+    }
     if opts.assumptions.leading_dimensions {
         let known: Vec<(String, String)> = leading
             .iter()

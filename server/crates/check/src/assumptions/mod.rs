@@ -81,8 +81,12 @@
 //!   inside, is written for stretches that are multiples of `S`: every lane then takes the
 //!   barrier equally often. A divergence that needs another stretch is conditional, `only if
 //!   F % S != 0` (see [`stretches`]).
+//! - `divisible-sizes`: a size cut into packs of a constant `K` in an index (`(x * 32) % c`,
+//!   `(x * 32) / c`, a row `ldb / 32` words long) is a whole number of packs: a race that needs
+//!   `c % 32 != 0` is conditional (see [`divisible`]).
 
 mod block_shape;
+mod divisible;
 mod leading;
 mod stretches;
 
@@ -90,6 +94,7 @@ pub use block_shape::{
     constant_shape_assumption, constant_shape_candidates, fits_block_assumptions, halo_assumptions,
     one_to_one_thread_id_assumptions, shared_slot_assumptions, warp_multiple_assumption,
 };
+pub use divisible::divisible_size_assumptions;
 pub(crate) use leading::guard_operands;
 pub use leading::leading_dimension_assumptions;
 pub use stretches::whole_stretch_assumptions;
@@ -116,6 +121,7 @@ pub struct AssumptionSwitches {
     pub warp_sized_blocks: bool,
     pub one_to_one_thread_ids: bool,
     pub whole_stretches: bool,
+    pub divisible_sizes: bool,
 }
 
 impl Default for AssumptionSwitches {
@@ -132,6 +138,7 @@ impl Default for AssumptionSwitches {
             warp_sized_blocks: true,
             one_to_one_thread_ids: true,
             whole_stretches: true,
+            divisible_sizes: true,
         }
     }
 }
@@ -149,6 +156,7 @@ impl AssumptionSwitches {
         warp_sized_blocks: false,
         one_to_one_thread_ids: false,
         whole_stretches: false,
+        divisible_sizes: false,
     };
 }
 
