@@ -429,3 +429,49 @@ fn witness_breaking_assumptions_keeps_all_it_can() {
     assert_eq!(m.get("z"), Some(&5), "{m:?}");
     assert!(m["x"] <= 2 || m["y"] <= 2, "{m:?}");
 }
+
+/// A race's precondition search gives up after two candidates the fast engine leaves
+/// undecided (each spends its whole share of `rlimit`), so that a racy kernel with many
+/// nonlinear races does not spend its time on advice: a third candidate that would remove
+/// the race is not tried. With one undecided candidate before it, it is found.
+#[test]
+fn precondition_search_stops_after_two_undecided_candidates() {
+    // Pigeons: 14 distinct values in 0..=12 do not exist, which takes more than a
+    // precondition check's share of `rlimit` to see.
+    let pigeons: Vec<String> = (0..14).map(|i| format!("p{i}")).collect();
+    let holes = |extra: i64| {
+        let mut ts = vec![Term::le(int(extra), v("x"))];
+        for (i, a) in pigeons.iter().enumerate() {
+            ts.push(Term::le(int(0), v(a)));
+            ts.push(Term::le(v(a), int(12)));
+            for b in &pigeons[i + 1..] {
+                ts.push(Term::ne(v(a), v(b)));
+            }
+        }
+        Term::and(ts)
+    };
+    let removes = Term::le(int(5000), v("x"));
+    let race = |preconditions: Vec<Term>| {
+        let mut names: Vec<&str> = pigeons.iter().map(String::as_str).collect();
+        names.push("x");
+        let mut q = query(
+            &names,
+            vec![Term::le(int(1), v("x")), Term::le(v("x"), int(1000))],
+            &["x"],
+        );
+        q.preconditions = preconditions;
+        sat_values(solve(&q, &Limits::default()))
+    };
+    let found = race(vec![holes(1), removes.clone()]);
+    assert_eq!(
+        found.get(cudarace_solver::PRECONDITION_KEY),
+        Some(&1),
+        "{found:?}"
+    );
+    let given_up = race(vec![holes(1), holes(2), removes]);
+    assert_eq!(
+        given_up.get(cudarace_solver::PRECONDITION_KEY),
+        None,
+        "{given_up:?}"
+    );
+}
