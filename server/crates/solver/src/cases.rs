@@ -29,13 +29,7 @@ pub(crate) type Case = Vec<(String, i64)>;
 /// cover the query. (A combination whose values disagree on a variable has no model; checking
 /// it with either value is checking more than nothing, which is still sound.)
 pub(crate) fn finite_cases(query: &Query) -> Option<Vec<Case>> {
-    let mut nonlinear = BTreeSet::new();
-    for a in &query.assertions {
-        nonlinear_vars(a, &mut nonlinear);
-    }
-    if nonlinear.is_empty() {
-        return None;
-    }
+    let nonlinear = query_nonlinear_vars(query)?;
     let mut found: Vec<(usize, Vec<Case>)> = Vec::new();
     for a in &query.assertions {
         if let Some(cases) = disjunction_cases(a, &nonlinear) {
@@ -80,13 +74,7 @@ pub(crate) fn finite_cases(query: &Query) -> Option<Vec<Case>> {
 /// no such variable. Every model gives each of them a value in its range, so the cases cover
 /// the query.
 pub(crate) fn small_ranges(query: &Query) -> Option<Vec<Case>> {
-    let mut nonlinear = BTreeSet::new();
-    for a in &query.assertions {
-        nonlinear_vars(a, &mut nonlinear);
-    }
-    if nonlinear.is_empty() {
-        return None;
-    }
+    let nonlinear = query_nonlinear_vars(query)?;
     let mut bounds: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
     let mut stack: Vec<&Term> = query.assertions.iter().collect();
     while let Some(t) = stack.pop() {
@@ -179,6 +167,16 @@ fn fixed_values(t: &Term, out: &mut Vec<(String, i64)>) {
         },
         _ => {}
     }
+}
+
+/// The variables of the query's assertions in nonlinear positions (see [`nonlinear_vars`]);
+/// `None` when there are none.
+fn query_nonlinear_vars(query: &Query) -> Option<BTreeSet<String>> {
+    let mut nonlinear = BTreeSet::new();
+    for a in &query.assertions {
+        nonlinear_vars(a, &mut nonlinear);
+    }
+    (!nonlinear.is_empty()).then_some(nonlinear)
 }
 
 /// The variables of `t` in nonlinear positions (divisors, factors of a product of at least two
