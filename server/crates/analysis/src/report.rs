@@ -267,9 +267,9 @@ mod tests {
         let s = Summary::of(&testdata::all());
         assert_eq!(
             (s.files, s.kernels, s.racy, s.unknown, s.file_errors),
-            (3, 3, 1, 1, 1)
+            (4, 4, 2, 1, 1)
         );
-        assert_eq!((s.findings, s.syntax_errors), (2, 1));
+        assert_eq!((s.findings, s.syntax_errors), (4, 1));
     }
 
     /// `r`'s kernels as the kernels of a header `h.cuh` that the file `unit` includes.

@@ -171,6 +171,101 @@ pub fn unknown_file() -> FileReport {
     }
 }
 
+/// A file whose races hold only with a zero stride (conditional) or have a precondition
+/// under which they are gone (the checker writes both into the message too).
+pub fn conditional_file() -> FileReport {
+    let t = "\
+__global__ void scale(float *y, int stride, int m) {
+    y[threadIdx.x * stride] = 1.0f;
+    y[blockIdx.x * 64 + threadIdx.x] = 2.0f;
+    y[(m + blockIdx.x) * 64 + threadIdx.x] = 3.0f;
+}
+";
+    let first = span_of(t, "y[threadIdx.x * stride]", 0);
+    let zero_stride = Finding {
+        kind: FindingKind::DataRace,
+        array: Some("y".into()),
+        confidence: Confidence::Conditional,
+        confidence_reason: "every witness breaks an assumption: stride == 0".into(),
+        kernel: "scale".into(),
+        span: first,
+        message: "data race on `y`: thread (0,0,0) writes y[0] while thread (1,0,0) writes y[0] \
+                  in the same barrier interval (only if stride == 0); race-free if stride >= 1"
+            .into(),
+        related: vec![Related {
+            span: first,
+            message: "thread (1,0,0) writes y[0] here".into(),
+        }],
+        witness: Witness {
+            thread_a: thread(0, &[]),
+            thread_b: thread(1, &[]),
+            cell: vec![0],
+            params: BTreeMap::from([("m".to_string(), 2), ("stride".to_string(), 0)]),
+            block_dim: [2, 1, 1],
+            grid_dim: [1, 1, 1],
+        },
+        same_value_write: true,
+        barrier: None,
+        condition: Some("only if stride == 0".into()),
+        precondition: Some("stride >= 1".into()),
+    };
+    let other_block = ThreadWitness {
+        thread_idx: [0, 0, 0],
+        block_idx: [1, 0, 0],
+        loop_vars: BTreeMap::new(),
+    };
+    let rows = Finding {
+        kind: FindingKind::DataRace,
+        array: Some("y".into()),
+        confidence: Confidence::Definite,
+        confidence_reason: "the witness depends on no unknown value".into(),
+        kernel: "scale".into(),
+        span: span_of(t, "y[(m + blockIdx.x) * 64 + threadIdx.x]", 0),
+        message: "data race on `y`: thread (0,0,0) of block (0,0,0) writes y[64] while thread \
+                  (0,0,0) of block (1,0,0) writes y[64]; the threads are in different blocks, \
+                  which no __syncthreads() orders; race-free if m >= gridDim.x"
+            .into(),
+        related: vec![Related {
+            span: span_of(t, "y[blockIdx.x * 64 + threadIdx.x]", 0),
+            message: "thread (0,0,0) of block (1,0,0) writes y[64] here".into(),
+        }],
+        witness: Witness {
+            thread_a: thread(0, &[]),
+            thread_b: other_block,
+            cell: vec![64],
+            params: BTreeMap::from([("m".to_string(), 1), ("stride".to_string(), 1)]),
+            block_dim: [1, 1, 1],
+            grid_dim: [2, 1, 1],
+        },
+        same_value_write: false,
+        barrier: None,
+        condition: None,
+        precondition: Some("m >= gridDim.x".into()),
+    };
+    FileReport {
+        path: Some("kernels/scale.cu".into()),
+        files: vec![SourceFile {
+            path: Some("kernels/scale.cu".into()),
+            text: Arc::from(t),
+        }],
+        kernels: vec![KernelReport {
+            name: "scale".into(),
+            span: Span::new(FileId(0), 0, t.len() - 1),
+            name_span: span_of(t, "scale", 0),
+            verdict: Verdict::Racy,
+            reason: None,
+            findings: vec![zero_stride, rows],
+            assumed_launch: "blockDim=(1..1024,1,1) gridDim=(symbolic,1,1)".into(),
+            time_ms: 4.5,
+            queries: 3,
+            unmodelled: vec![],
+        }],
+        syntax_errors: vec![],
+        error: None,
+        ..FileReport::default()
+    }
+}
+
 /// A file that could not be read.
 pub fn error_file() -> FileReport {
     FileReport {
@@ -181,5 +276,10 @@ pub fn error_file() -> FileReport {
 }
 
 pub fn all() -> Vec<FileReport> {
-    vec![racy_file(), unknown_file(), error_file()]
+    vec![
+        racy_file(),
+        conditional_file(),
+        unknown_file(),
+        error_file(),
+    ]
 }
