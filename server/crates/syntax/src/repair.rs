@@ -66,6 +66,88 @@ fn is_device_code(s: &str) -> bool {
     s.contains("__global__") || s.contains("__device__") || s.contains("__shared__")
 }
 
+/// How many leading identifiers a declaration may carry as unknown macros.
+const MAX_LEADING_MACROS: usize = 3;
+
+/// The length of the prefix of `seg` (an item that does not parse) made of up to
+/// [`MAX_LEADING_MACROS`] identifiers, each followed by white space, whose blanking makes the
+/// item parse without an error: the unknown macros before a declaration. `None` when there is
+/// no such prefix.
+fn leading_macros(parser: &mut tree_sitter::Parser, seg: &str) -> Option<usize> {
+    let b = seg.as_bytes();
+    let mut at = 0;
+    for _ in 0..MAX_LEADING_MACROS {
+        while at < b.len() && b[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        let start = at;
+        if !b
+            .get(at)
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+        {
+            return None;
+        }
+        while at < b.len() && (b[at].is_ascii_alphanumeric() || b[at] == b'_') {
+            at += 1;
+        }
+        let word = seg.get(start..at)?;
+        // Only a name the grammar does not know: a keyword or a built-in type is the
+        // declaration itself.
+        if KEYWORDS.contains(&word) || !b.get(at).is_some_and(|c| c.is_ascii_whitespace()) {
+            return None;
+        }
+        let mut blanked = b.to_vec();
+        for c in &mut blanked[..at] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+        let text = String::from_utf8(blanked).ok()?;
+        let tree = parser.parse(&text, None)?;
+        if !tree.root_node().has_error() {
+            return Some(at);
+        }
+    }
+    None
+}
+
+/// Words that begin declarations themselves (never taken for an unknown macro).
+const KEYWORDS: &[&str] = &[
+    "auto",
+    "bool",
+    "char",
+    "class",
+    "const",
+    "constexpr",
+    "double",
+    "enum",
+    "extern",
+    "float",
+    "inline",
+    "int",
+    "long",
+    "namespace",
+    "short",
+    "signed",
+    "static",
+    "struct",
+    "template",
+    "typedef",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "void",
+    "volatile",
+    "__global__",
+    "__device__",
+    "__host__",
+    "__shared__",
+    "__constant__",
+    "__forceinline__",
+    "size_t",
+];
+
 /// Returns the repaired text (None when nothing was blanked) and the syntax errors of the
 /// blanked items (they are not in the repaired tree any more).
 pub(crate) fn repair(text: &str, file: FileId) -> (Option<String>, Vec<SyntaxError>) {
@@ -87,7 +169,21 @@ pub(crate) fn repair(text: &str, file: FileId) -> (Option<String>, Vec<SyntaxErr
         let Some(tree) = parser.parse(seg, None) else {
             continue;
         };
-        if !tree.root_node().has_error() || is_device_code(seg) {
+        if !tree.root_node().has_error() {
+            continue;
+        }
+        // An unknown macro before a declaration (`MY_API int run(int *e) { … }`, an export
+        // attribute from a header that is not here): blanking it alone mends the item.
+        if let Some(prefix) = leading_macros(&mut parser, seg) {
+            for b in &mut buf[s..s + prefix] {
+                if *b != b'\n' {
+                    *b = b' ';
+                }
+            }
+            changed = true;
+            continue;
+        }
+        if is_device_code(seg) {
             continue;
         }
         let mut errs = Vec::new();

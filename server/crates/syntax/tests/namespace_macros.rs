@@ -48,7 +48,9 @@ fn angle_includes_are_read_only_from_include_dirs() {
     let src = "#include <lib/ns.cuh>\nLIB_BEGIN\n__global__ void k(int *a) { a[threadIdx.x] = 1; }\nLIB_END\n";
     let without = lower_source(Some(&main), src, &FrontendOptions::default());
     assert_eq!(without.files.len(), 1, "no include dirs: <…> is not read");
-    assert!(!without.syntax_errors.is_empty());
+    // Unknown, `LIB_BEGIN` is a macro before the kernel's declaration: blanked, the kernel
+    // parses anyway (see repair.rs).
+    assert_eq!(without.kernels.len(), 1);
     let opts = FrontendOptions {
         include_dirs: vec![dir.join("inc")],
         ..Default::default()
