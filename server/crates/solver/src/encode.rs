@@ -355,33 +355,44 @@ impl Encoder {
     /// of `nx*ny*nz`. A factor without a constant stays whole (`b*(row*col)` is `b*y` for the
     /// `y` of `row*col`, the divisor of `pos / (row*col)`, whose facts are about `y`).
     fn linear_product(&self, t: &Term, factors: Vec<Int>) -> Result<Int, String> {
-        let mut units = Vec::new();
+        let Term::Mul(children) = t else {
+            return Ok(Int::mul(&factors));
+        };
+        // The children come encoded already (`factors`, in their order): only a child taken
+        // apart has its parts encoded here, so a product is not translated twice.
+        let mut units: Vec<(Term, Int)> = Vec::new();
         let mut constant: Option<i64> = Some(1);
-        self.product_units(t, &mut units, &mut constant);
+        for (child, encoded) in children.iter().zip(factors.iter()) {
+            if let Some(k) = self.constant_factor(child) {
+                constant = constant.and_then(|c| c.checked_mul(k));
+            } else if matches!(child, Term::Mul(_)) && self.has_constant_factor(child) {
+                let mut parts = Vec::new();
+                self.product_units(child, &mut parts, &mut constant);
+                for part in parts {
+                    let Expr::Int(i) = self.expr(&part)? else {
+                        return Err(format!("Int operand expected in {}", brief(t)));
+                    };
+                    units.push((part, i));
+                }
+            } else {
+                units.push((child.clone(), encoded.clone()));
+            }
+        }
         let Some(constant) = constant else {
             // A constant factor that overflows: the factors as they are, keyed by the term.
             return Ok(self.abstract_product(t, factors));
         };
-        let factors: Vec<Int> = units
-            .iter()
-            .map(|u| match self.expr(u)? {
-                Expr::Int(i) => Ok(i),
-                Expr::Bool(_) => Err(format!("Int operand expected in {}", brief(t))),
-            })
-            .collect::<Result<_, _>>()?;
-        if factors.len() < 2 {
-            let mut all = vec![Int::from_i64(constant)];
-            all.extend(factors);
-            return Ok(Int::mul(&all));
-        }
+        let Some(((first, first_int), rest)) = units.split_first() else {
+            return Ok(Int::from_i64(constant));
+        };
         let mut leaves = Vec::new();
-        self.product_leaves(&units[0], &mut leaves);
-        let mut acc = factors[0].clone();
-        for (i, b) in factors.iter().enumerate().skip(1) {
+        self.product_leaves(first, &mut leaves);
+        let mut acc = first_int.clone();
+        for (unit, b) in rest {
             // Keyed by the non-constant leaves of both sides: the same product of the same
             // two factors, the same constant (and its facts are about those two factors).
             let mut right = Vec::new();
-            self.product_leaves(&units[i], &mut right);
+            self.product_leaves(unit, &mut right);
             let key = Term::Mul(
                 vec![
                     Term::Mul(leaves.clone().into()),

@@ -36,13 +36,15 @@ pub(crate) fn linear_unsat(query: &Query, limits: &Limits) -> bool {
     let Some(cases) = crate::cases::small_ranges(query) else {
         return false;
     };
+    let is_fixed = |n: &String| fixed.iter().any(|(m, _)| m == n);
+    // Every case names the same variables: when the query fixes them all already, the cases
+    // are the check just made.
+    if cases.iter().flatten().all(|(n, _)| is_fixed(n)) {
+        return false;
+    }
     cases.iter().all(|case| {
         let mut values = fixed.clone();
-        values.extend(
-            case.iter()
-                .filter(|(n, _)| !fixed.iter().any(|(m, _)| m == n))
-                .cloned(),
-        );
+        values.extend(case.iter().filter(|(n, _)| !is_fixed(n)).cloned());
         abstraction_unsat(query, limits, &values)
     })
 }
