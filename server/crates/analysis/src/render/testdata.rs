@@ -97,77 +97,57 @@ pub fn racy_file() -> FileReport {
     };
     let reduce_start = t.find("__global__ void reduce").unwrap();
     let copy_start = t.find("__global__ void copy").unwrap();
-    FileReport {
-        path: Some("kernels/reduce.cu".into()),
-        files: vec![SourceFile {
-            path: Some("kernels/reduce.cu".into()),
-            text: Arc::from(t),
-        }],
-        kernels: vec![
-            KernelReport {
-                name: "reduce".into(),
-                span: Span::new(FileId(0), reduce_start, copy_start - 2),
-                name_span: span_of(t, "reduce", 0),
-                verdict: Verdict::Racy,
-                reason: None,
-                findings: vec![race, divergence],
-                assumed_launch: "blockDim=(1..1024,1,1) gridDim=(symbolic,1,1)".into(),
-                time_ms: 12.5,
-                queries: 7,
-                unmodelled: vec![],
-            },
-            KernelReport {
-                name: "copy".into(),
-                span: Span::new(FileId(0), copy_start, t.len() - 1),
-                name_span: span_of(t, "copy", 0),
-                verdict: Verdict::RaceFree,
-                reason: None,
-                findings: vec![],
-                assumed_launch: "blockDim=(1..1024,1,1) gridDim=(symbolic,1,1)".into(),
-                time_ms: 3.25,
-                queries: 2,
-                unmodelled: vec![],
-            },
+    file_of(
+        "kernels/reduce.cu",
+        t,
+        vec![
+            kernel_of(
+                t,
+                "reduce",
+                Span::new(FileId(0), reduce_start, copy_start - 2),
+                Verdict::Racy,
+                vec![race, divergence],
+                (12.5, 7),
+            ),
+            kernel_of(
+                t,
+                "copy",
+                Span::new(FileId(0), copy_start, t.len() - 1),
+                Verdict::RaceFree,
+                vec![],
+                (3.25, 2),
+            ),
         ],
-        syntax_errors: vec![],
-        error: None,
-        ..FileReport::default()
-    }
+    )
 }
 
 /// A file whose only kernel could not be decided, with a syntax error.
 pub fn unknown_file() -> FileReport {
     let t = "__global__ void k(int *a) {\n    a[0] = f(;\n}\n";
+    let kernel = KernelReport {
+        reason: Some(
+            "a solver query timed out (2000 ms); `a` may be accessed by unmodelled code (call to `f` whose body is not available)"
+                .into(),
+        ),
+        unmodelled: vec![Unmodelled {
+            span: span_of(t, "f(;", 0),
+            what: "call to `f` whose body is not available".into(),
+        }],
+        ..kernel_of(
+            t,
+            "k",
+            Span::new(FileId(0), 0, t.len() - 1),
+            Verdict::Unknown,
+            vec![],
+            (2001.0, 1),
+        )
+    };
     FileReport {
-        path: Some("kernels/unknown.cu".into()),
-        files: vec![SourceFile {
-            path: Some("kernels/unknown.cu".into()),
-            text: Arc::from(t),
-        }],
-        kernels: vec![KernelReport {
-            name: "k".into(),
-            span: Span::new(FileId(0), 0, t.len() - 1),
-            name_span: span_of(t, "k", 0),
-            verdict: Verdict::Unknown,
-            reason: Some(
-                "a solver query timed out (2000 ms); `a` may be accessed by unmodelled code (call to `f` whose body is not available)"
-                    .into(),
-            ),
-            findings: vec![],
-            assumed_launch: "blockDim=(1..1024,1,1) gridDim=(symbolic,1,1)".into(),
-            time_ms: 2001.0,
-            queries: 1,
-            unmodelled: vec![Unmodelled {
-                span: span_of(t, "f(;", 0),
-                what: "call to `f` whose body is not available".into(),
-            }],
-        }],
         syntax_errors: vec![SyntaxError {
             span: span_of(t, "(;", 0),
             message: "syntax error".into(),
         }],
-        error: None,
-        ..FileReport::default()
+        ..file_of("kernels/unknown.cu", t, vec![kernel])
     }
 }
 
@@ -242,27 +222,56 @@ __global__ void scale(float *y, int stride, int m) {
         condition: None,
         precondition: Some("m >= gridDim.x".into()),
     };
+    file_of(
+        "kernels/scale.cu",
+        t,
+        vec![kernel_of(
+            t,
+            "scale",
+            Span::new(FileId(0), 0, t.len() - 1),
+            Verdict::Racy,
+            vec![zero_stride, rows],
+            (4.5, 3),
+        )],
+    )
+}
+
+/// The report of the readable file `path` holding `text`, with `kernels` and no syntax error.
+fn file_of(path: &str, text: &str, kernels: Vec<KernelReport>) -> FileReport {
     FileReport {
-        path: Some("kernels/scale.cu".into()),
+        path: Some(path.into()),
         files: vec![SourceFile {
-            path: Some("kernels/scale.cu".into()),
-            text: Arc::from(t),
+            path: Some(path.into()),
+            text: Arc::from(text),
         }],
-        kernels: vec![KernelReport {
-            name: "scale".into(),
-            span: Span::new(FileId(0), 0, t.len() - 1),
-            name_span: span_of(t, "scale", 0),
-            verdict: Verdict::Racy,
-            reason: None,
-            findings: vec![zero_stride, rows],
-            assumed_launch: "blockDim=(1..1024,1,1) gridDim=(symbolic,1,1)".into(),
-            time_ms: 4.5,
-            queries: 3,
-            unmodelled: vec![],
-        }],
+        kernels,
         syntax_errors: vec![],
         error: None,
         ..FileReport::default()
+    }
+}
+
+/// The report of kernel `name` of `text` over `span`, under the symbolic launch, that took
+/// `(time_ms, queries)`.
+fn kernel_of(
+    text: &str,
+    name: &str,
+    span: Span,
+    verdict: Verdict,
+    findings: Vec<Finding>,
+    (time_ms, queries): (f64, usize),
+) -> KernelReport {
+    KernelReport {
+        name: name.into(),
+        span,
+        name_span: span_of(text, name, 0),
+        verdict,
+        reason: None,
+        findings,
+        assumed_launch: "blockDim=(1..1024,1,1) gridDim=(symbolic,1,1)".into(),
+        time_ms,
+        queries,
+        unmodelled: vec![],
     }
 }
 

@@ -21,9 +21,9 @@
 //! packs of 32). A race that needs a size that is not a multiple is conditional, `only if
 //! c % 32 != 0`. Nothing is assumed of a parameter the launch sites bind to a value.
 
-use super::{assigned_once, strip_casts, visit_accesses, Assumption, Broken};
+use super::{assigned_once, free_int_param, strip_casts, visit_accesses, Assumption, Broken};
 use crate::terms::*;
-use cudarace_ir::{BinOp, Expr, Kernel, LocalId, ScalarType};
+use cudarace_ir::{BinOp, Expr, Kernel, LocalId};
 use cudarace_solver::Term;
 use std::collections::BTreeMap;
 
@@ -52,16 +52,9 @@ pub fn divisible_size_assumptions(kernel: &Kernel) -> Vec<Assumption> {
         .collect()
 }
 
-/// The integer parameter `e` names (no value bound by the launch sites).
+/// The name of the integer parameter `e` names (see [`free_int_param`]).
 fn int_param(kernel: &Kernel, e: &Expr) -> Option<String> {
-    match strip_casts(e) {
-        Expr::Param(p) => kernel
-            .params
-            .get(p.0 as usize)
-            .filter(|p| p.value.is_none() && matches!(p.ty, ScalarType::Int { .. }))
-            .map(|p| p.name.clone()),
-        _ => None,
-    }
+    free_int_param(kernel, e).map(|p| p.name.clone())
 }
 
 /// `e` with a local assigned once replaced by its value (one level).

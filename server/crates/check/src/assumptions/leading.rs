@@ -15,13 +15,7 @@ pub fn leading_dimension_assumptions(
     if !switches.leading_dimensions {
         return vec![];
     }
-    let int_param_of = |e: &Expr| match strip_casts(e) {
-        Expr::Param(p) => kernel
-            .params
-            .get(p.0 as usize)
-            .filter(|p| p.value.is_none() && matches!(p.ty, ScalarType::Int { .. })),
-        _ => None,
-    };
+    let int_param_of = |e: &Expr| free_int_param(kernel, e);
     let int_param = |e: &Expr| int_param_of(e).map(|p| p.name.clone());
     let param_amount = |e: &Expr| int_param(e).map(Amount::param);
     let signed_param = |e: &Expr| {

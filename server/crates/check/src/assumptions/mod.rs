@@ -787,6 +787,17 @@ pub(crate) fn assigned_values(b: &Block, f: &mut dyn FnMut(cudarace_ir::LocalId,
     }
 }
 
+/// The integer parameter `e` names (casts stripped), unless the launch sites bind its value.
+pub(crate) fn free_int_param<'k>(kernel: &'k Kernel, e: &Expr) -> Option<&'k cudarace_ir::Param> {
+    match strip_casts(e) {
+        Expr::Param(p) => kernel
+            .params
+            .get(p.0 as usize)
+            .filter(|p| p.value.is_none() && matches!(p.ty, ScalarType::Int { .. })),
+        _ => None,
+    }
+}
+
 /// Whether `e` reads one of the locals of `locals`.
 pub(crate) fn reads_any_local(e: &Expr, locals: &std::collections::BTreeSet<LocalId>) -> bool {
     let mut found = false;
