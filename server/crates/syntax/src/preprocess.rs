@@ -597,6 +597,8 @@ impl Pre<'_> {
         } else {
             (None, after.trim().to_string())
         };
+        // `_Pragma("unroll")` and attributes in the body: blanked as in the file's text.
+        let body = blanked_attributes(&body).unwrap_or(body);
         self.set_macro(
             name,
             Some(Macro {
@@ -852,13 +854,21 @@ fn blank_qualifier_macros(u: &mut Unit, macros: &MacroTable) {
 }
 
 /// Attribute syntax tree-sitter-cuda does not know (`__align__(16)`, `__attribute__((…))`,
-/// `__declspec(…)`) and `__device__`/`__host__` on lambdas (`[=] __device__ (int i)`) are
-/// blanked: they carry nothing the analysis needs and would be parse errors.
+/// `__declspec(…)`), the pragma operator (`_Pragma("unroll")`, a `#pragma` a macro can hold;
+/// the analysis reads no pragma) and `__device__`/`__host__` on lambdas (`[=] __device__ (int
+/// i)`) are blanked: they carry nothing the analysis needs and would be parse errors.
 fn blank_attributes(u: &mut Unit) {
-    const ATTRS: &[&str] = &["__align__", "__attribute__", "__declspec"];
-    let text = u.clean.clone();
+    if let Some(t) = blanked_attributes(&u.clean) {
+        u.clean = Arc::from(t);
+    }
+}
+
+/// `text` with the syntax [`blank_attributes`] removes blanked (same length and line breaks);
+/// `None` when there is none.
+fn blanked_attributes(text: &str) -> Option<String> {
+    const ATTRS: &[&str] = &["__align__", "__attribute__", "__declspec", "_Pragma"];
     if !ATTRS.iter().any(|a| text.contains(a)) && !text.contains(']') {
-        return;
+        return None;
     }
     // Comments blanked, so that the scan below only sees code (strings are skipped below).
     let mut lex = LexState::default();
@@ -867,7 +877,7 @@ fn blank_attributes(u: &mut Unit) {
         .map(|l| strip_comments(l, &mut lex))
         .collect();
     if code.len() != text.len() {
-        return;
+        return None;
     }
     let b = code.as_bytes();
     let mut buf = text.as_bytes().to_vec();
@@ -943,8 +953,8 @@ fn blank_attributes(u: &mut Unit) {
         }
     }
     if changed {
-        if let Ok(t) = String::from_utf8(buf) {
-            u.clean = Arc::from(t);
-        }
+        String::from_utf8(buf).ok()
+    } else {
+        None
     }
 }
