@@ -357,7 +357,9 @@ pub(super) fn class_def<'t>(spec: Node<'t>, name: &str, file: FileId, text: &str
                 });
             }
             "template_declaration" => {
-                // A member function template: its calls stay opaque.
+                // A member function template: a definition in the class is inlined with the
+                // call's template arguments (`l.template load<4>(…)`); a declaration alone
+                // stays opaque.
                 let mut c2 = m.walk();
                 let inner: Vec<Node<'t>> = m.named_children(&mut c2).collect();
                 for f in inner {
@@ -370,10 +372,18 @@ pub(super) fn class_def<'t>(spec: Node<'t>, name: &str, file: FileId, text: &str
                             class.template_constructor = true;
                             continue;
                         }
+                        let def = (f.kind() == "function_definition").then(|| FuncDef {
+                            node: f,
+                            file,
+                            is_kernel: false,
+                            template_params: m.child_by_field_name("parameters"),
+                            outer: m,
+                        });
+                        let quals = qualifiers(f, text);
                         class.methods.entry(mname).or_default().push(MethodDef {
-                            def: None,
+                            def,
                             is_virtual: false,
-                            is_static: false,
+                            is_static: quals.iter().any(|q| q == "static"),
                             is_template: true,
                         });
                     }

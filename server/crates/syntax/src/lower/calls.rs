@@ -101,7 +101,14 @@ impl<'a, 't> Lowerer<'a, 't> {
                 let name = self.text(f);
                 if let Some(m) = self.tab.macros.get(&name) {
                     if !self.expanding.contains(&name) && m.params.is_some() {
-                        let texts = args.iter().map(|a| self.text(*a)).collect();
+                        let texts: Vec<String> = args.iter().map(|a| self.text(*a)).collect();
+                        // `AT(i) = x`: the place the expansion denotes.
+                        if want_place {
+                            if let Some(p) = self.macro_place_with(&name, Some(texts.clone()), n) {
+                                self.ref_result = Some(p);
+                                return Val::Void;
+                            }
+                        }
                         return self.expand_macro(&name, Some(texts), n);
                     }
                 }
@@ -151,17 +158,29 @@ impl<'a, 't> Lowerer<'a, 't> {
                 self.named_call(&name, None, n, &args, want_place)
             }
             "field_expression" => {
-                // `obj.m<3>()`: the method's name without its template arguments.
-                let method = f
-                    .child_by_field_name("field")
-                    .map(|x| match x.kind() {
-                        "template_method" => x
-                            .child_by_field_name("name")
+                // `obj.m<3>()`, `obj.template m<3>()`: the method's name without its template
+                // arguments, and those arguments.
+                let field = f.child_by_field_name("field").map(|x| {
+                    if x.kind() == "dependent_name" {
+                        let mut c = x.walk();
+                        let inner = x
+                            .named_children(&mut c)
+                            .find(|y| y.kind() == "template_method");
+                        inner.unwrap_or(x)
+                    } else {
+                        x
+                    }
+                });
+                let (method, method_targs) = match field {
+                    Some(x) if x.kind() == "template_method" => (
+                        x.child_by_field_name("name")
                             .map(|nm| self.text(nm))
                             .unwrap_or_default(),
-                        _ => self.text(x),
-                    })
-                    .unwrap_or_default();
+                        x.child_by_field_name("arguments").map(list_items),
+                    ),
+                    Some(x) => (self.text(x), None),
+                    None => (String::new(), None),
+                };
                 let obj_node = f.child_by_field_name("argument");
                 let op = f
                     .child_by_field_name("operator")
@@ -205,7 +224,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                     },
                 };
                 match obj {
-                    Ok(ob) => self.method_call(ob, &method, n, &args, want_place),
+                    Ok(ob) => {
+                        self.method_call_with(ob, &method, method_targs, n, &args, want_place)
+                    }
                     Err(Val::Group(g)) => self.group_method(g, &method, n, &args),
                     Err(_) => {
                         // Methods of user types are not inlined: the object may hold pointers

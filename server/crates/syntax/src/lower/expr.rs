@@ -1067,11 +1067,34 @@ impl<'a, 't> Lowerer<'a, 't> {
     }
 
     pub fn macro_place(&mut self, name: &str, use_node: Node) -> Place {
+        self.macro_place_with(name, None, use_node)
+            .unwrap_or(Place::Unknown)
+    }
+
+    /// The place a macro use denotes when its expansion is an lvalue (`AT(i) += x` with
+    /// `#define AT(i) a[(i) * 2]`); `None` when the expansion is not one (it is then a value,
+    /// see [`Self::expand_macro`]), or when the arguments do not fit.
+    pub fn macro_place_with(
+        &mut self,
+        name: &str,
+        args: Option<Vec<String>>,
+        use_node: Node,
+    ) -> Option<Place> {
         let span = self.span(use_node);
-        let Some(body) = self.tab.macros.get(name).and_then(|m| m.expand(None)) else {
-            return Place::Unknown;
-        };
+        let m = self.tab.macros.get(name)?;
+        let fallback = m.fallback.clone();
+        let function_like = args.is_some();
+        let body = m.expand(args.as_deref())?;
         let (text, tree) = crate::parse::parse_snippet_body(&body);
+        // An object-like macro used where a place is expected is lowered as one whatever its
+        // shape (its effects are kept); a function-like one only when it expands to an lvalue.
+        if function_like && !snippet_expr(&tree).is_some_and(is_lvalue_shape) {
+            return None;
+        }
+        if let Some(lib) = fallback {
+            self.fallback_macros
+                .insert(name.to_string(), lib.to_string());
+        }
         let file = self.src.file;
         let saved = std::mem::replace(
             &mut self.src,
@@ -1088,7 +1111,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         };
         self.expanding.pop();
         self.src = saved;
-        p
+        Some(p)
     }
 
     /// Every local an expression mentions (not only the assigned ones).
@@ -1174,5 +1197,18 @@ impl<'a, 't> Lowerer<'a, 't> {
             }
         }
         (arrays, locals)
+    }
+}
+
+/// Whether an expression has the shape of an lvalue: a name, a subscript, a member, a
+/// dereference (possibly parenthesized or cast).
+fn is_lvalue_shape(n: Node) -> bool {
+    match n.kind() {
+        "identifier" | "subscript_expression" | "field_expression" => true,
+        "pointer_expression" => n
+            .child_by_field_name("operator")
+            .is_some_and(|o| o.kind() == "*"),
+        "parenthesized_expression" => n.named_child(0).is_some_and(is_lvalue_shape),
+        _ => false,
     }
 }

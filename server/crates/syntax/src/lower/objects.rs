@@ -90,7 +90,7 @@ fn pick_method<'t>(
     if ms.iter().any(|m| m.is_virtual) {
         return Err("virtual methods are not inlined");
     }
-    if ms.iter().any(|m| m.is_template) {
+    if ms.iter().any(|m| m.is_template && m.def.is_none()) {
         return Err("method templates are not inlined");
     }
     let with_body: Vec<&MethodDef<'t>> = ms.iter().filter(|m| m.def.is_some()).collect();
@@ -1026,6 +1026,20 @@ impl<'a, 't> Lowerer<'a, 't> {
         args: &[Node],
         want_place: bool,
     ) -> Val {
+        self.method_call_with(obj, method, None, n, args, want_place)
+    }
+
+    /// [`Self::method_call`] with the call's template arguments (`l.template load<4>(…)`):
+    /// a member function template is inlined with them (those not given are unknown).
+    pub fn method_call_with(
+        &mut self,
+        obj: Rc<Object>,
+        method: &str,
+        targs: Option<Vec<Node>>,
+        n: Node,
+        args: &[Node],
+        want_place: bool,
+    ) -> Val {
         let class = self.class_def(&obj.class);
         let picked = match class {
             Some(c) => pick_method(c.methods.get(method), args.len()),
@@ -1038,7 +1052,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 ..
             }) => {
                 let this = if is_static { None } else { Some(obj) };
-                self.inline(method, &def, None, n, args, this, want_place)
+                self.inline(method, &def, targs, n, args, this, want_place)
             }
             Ok(_) => self.opaque_method(Some(obj), method, "its body is not available", n, args),
             Err(why) => {

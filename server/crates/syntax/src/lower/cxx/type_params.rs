@@ -163,6 +163,69 @@ fn temporary_class(a: Node, text: &str, classes: &HashSet<&str>) -> Option<Strin
     })
 }
 
+/// The class of a named object the launch passes (`k<<<g, b>>>(load, out)` with `DirectLoad<float>
+/// load(x);` or a parameter `const Scale &s` of the host function): the declared type's text,
+/// when it names a class of the file. The name's one declaration in the launching function
+/// before the launch decides; a pointer, an array, or two declarations of the name (shadowing)
+/// deduce nothing.
+fn declared_class(a: Node, text: &str, classes: &HashSet<&str>) -> Option<String> {
+    if a.kind() != "identifier" {
+        return None;
+    }
+    let name = node_text(a, text);
+    let mut f = a.parent()?;
+    while f.kind() != "function_definition" {
+        f = f.parent()?;
+    }
+    let mut found: Vec<Node> = Vec::new();
+    let mut stack = vec![f];
+    while let Some(x) = stack.pop() {
+        if x.start_byte() >= a.start_byte() {
+            continue;
+        }
+        if matches!(x.kind(), "parameter_declaration" | "declaration") {
+            let mut c = x.walk();
+            for d in x.children_by_field_name("declarator", &mut c) {
+                if declared_name(d, text) == Some(name) {
+                    found.push(x);
+                }
+            }
+        }
+        let mut c = x.walk();
+        stack.extend(x.named_children(&mut c));
+    }
+    let [decl] = found.as_slice() else {
+        return None;
+    };
+    let ty = decl.child_by_field_name("type")?;
+    let base = match ty.kind() {
+        "template_type" => ty.child_by_field_name("name")?,
+        "type_identifier" => ty,
+        _ => return None,
+    };
+    classes.contains(node_text(base, text)).then(|| {
+        node_text(ty, text)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
+/// The name a declarator declares as an object or a reference to one (`x`, `x = …`, `&x`,
+/// `x{…}`, `x(…)`); `None` for a pointer, an array or a function.
+fn declared_name<'x>(d: Node, text: &'x str) -> Option<&'x str> {
+    match d.kind() {
+        "identifier" => Some(node_text(d, text)),
+        "init_declarator" | "reference_declarator" => {
+            let inner = d
+                .child_by_field_name("declarator")
+                .or_else(|| d.named_child(0))?;
+            declared_name(inner, text)
+        }
+        _ => None,
+    }
+}
+
 /// The template arguments of a launch of the kernel template `def` that names no (or only
 /// some) template arguments, `k<<<g, b>>>(in, out, Scale<float>{2.0f})`: a type parameter
 /// that is the type of a by-value kernel parameter is deduced from the argument when that is
@@ -216,7 +279,9 @@ pub(crate) fn deduced_template_args(
         if out[i].is_some() {
             continue;
         }
-        if let Some(class) = temporary_class(*a, text, classes) {
+        if let Some(class) =
+            temporary_class(*a, text, classes).or_else(|| declared_class(*a, text, classes))
+        {
             out[i] = Some(class);
             deduced = true;
         }
