@@ -101,8 +101,9 @@ pub struct GenOptions {
     pub tables: bool,
     /// A second text of the kernel ([`GeneratedKernel::cxx_text`]) where some accesses are
     /// written through C++: a lambda that stores (`[&](int k, int x) { s[k] = x; }`), a function
-    /// object's `operator()`, a small accessor class (`View{s}[i]`, `View{s}.get(i)`) and an
-    /// `int2` view of the array (`reinterpret_cast<int2 *>(s)[k / 2].x`). Same semantics, so a
+    /// object's `operator()`, a small accessor class (`View{s}[i]`, `View{s}.get(i)`, its member
+    /// template `View{s}.template put<1>(i, x)`), a macro that expands to the subscript
+    /// (`CX_AT(s, i) = x`) and an `int2` view of the array (`reinterpret_cast<int2 *>(s)[k / 2].x`). Same semantics, so a
     /// race the interpreter sees in the plain kernel must not be missed in the C++ one: the
     /// lowering of these constructs is checked against the interpreter.
     pub cxx: bool,
@@ -190,10 +191,13 @@ pub fn generate_with(seed: u64, options: &GenOptions) -> GeneratedKernel {
 
 /// Definitions the C++ forms of [`cxx_rewrite`] use, put before the kernel.
 const CXX_PRELUDE: &str = "\
+#define CX_AT(arr, k) arr[(k)]
 struct View {
     int *p;
     __device__ int &operator[](int i) const { return p[i]; }
     __device__ int get(int i) const { return p[i]; }
+    template <int D>
+    __device__ void put(int i, int x) const { p[i * D] = x; }
 };
 struct Store {
     __device__ void operator()(int *q, int k, int x) const { q[k] = x; }
@@ -243,10 +247,12 @@ fn split_store(body: &str) -> Option<(&str, &str, &str)> {
 fn cxx_store(body: &str, rng: &mut Rng) -> Option<String> {
     let (a, i, x) = split_store(body)?;
     let shared = matches!(a, "s" | "t" | "p");
-    Some(match rng.weighted(&[3, 2, 3, if shared { 3 } else { 0 }]) {
+    Some(match rng.weighted(&[3, 2, 3, if shared { 3 } else { 0 }, 2, 2]) {
         0 => format!("{{ auto cx_put = [&](int k, int x) {{ {a}[k] = x; }}; cx_put({i}, {x}); }}"),
         1 => format!("Store{{}}({a}, {i}, {x});"),
         2 => format!("{{ View cx_w{{{a}}}; cx_w[{i}] = {x}; }}"),
+        4 => format!("CX_AT({a}, {i}) = {x};"),
+        5 => format!("View{{{a}}}.template put<1>({i}, {x});"),
         _ => format!(
             "{{ int cx_k = {i}; int cx_x = {x}; if (cx_k % 2 == 0) reinterpret_cast<int2 *>({a})[cx_k / 2].x = cx_x; else reinterpret_cast<int2 *>({a})[cx_k / 2].y = cx_x; }}"
         ),
@@ -877,11 +883,13 @@ mod tests {
     #[test]
     fn cxx_forms_rewrite_accesses_only() {
         let mut rewritten = 0;
-        let mut forms = [0usize; 7];
+        let mut forms = [0usize; 9];
         let marks = [
             "cx_put(",
             "Store{}(",
             "cx_w[",
+            "CX_AT(",
+            ".template put<1>(",
             "reinterpret_cast<int2 *>",
             "[&](int k) { return",
             ".get(",
