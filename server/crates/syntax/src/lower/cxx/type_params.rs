@@ -164,8 +164,9 @@ fn temporary_class(a: Node, text: &str, classes: &HashSet<&str>) -> Option<Strin
 }
 
 /// The class of a named object the launch passes (`k<<<g, b>>>(load, out)` with `DirectLoad<float>
-/// load(x);` or a parameter `const Scale &s` of the host function): the declared type's text,
-/// when it names a class of the file. The name's one declaration in the launching function
+/// load(x);`, `auto op = Scale<float>{2.0f};` or a parameter `const Scale &s` of the host
+/// function): the declared type's text (the initializer's, for `auto`), when it names a class of
+/// the file. The name's one declaration in the launching function
 /// before the launch decides; a pointer, an array, or two declarations of the name (shadowing)
 /// deduce nothing.
 fn declared_class(a: Node, text: &str, classes: &HashSet<&str>) -> Option<String> {
@@ -198,6 +199,15 @@ fn declared_class(a: Node, text: &str, classes: &HashSet<&str>) -> Option<String
         return None;
     };
     let ty = decl.child_by_field_name("type")?;
+    // `auto op = Scale<float>{2.0f};`: the class of the temporary it is initialized with.
+    if ty.kind() == "placeholder_type_specifier" {
+        let mut c = decl.walk();
+        let value = decl
+            .children_by_field_name("declarator", &mut c)
+            .find(|d| d.kind() == "init_declarator" && declared_name(*d, text) == Some(name))
+            .and_then(|d| d.child_by_field_name("value"))?;
+        return temporary_class(value, text, classes);
+    }
     let base = match ty.kind() {
         "template_type" => ty.child_by_field_name("name")?,
         "type_identifier" => ty,
