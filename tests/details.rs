@@ -585,6 +585,17 @@ fn no_precondition_that_removes_an_access_instead_of_the_race() {
 }
 
 #[test]
+fn no_precondition_that_leaves_one_thread_instead_of_removing_the_race() {
+    // Every thread adds into one cell; with the grid `(n + 255) / 256` of the launch,
+    // `n == gridDim.x` holds only for n <= 1, where one thread passes `i < n`: each side can
+    // still run, but never two threads at once. Advice that leaves one thread is none.
+    let src = "__global__ void total(const float *in, float *sum, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n)\n        *sum += in[i];\n}\nvoid run(const float *in, float *sum, int n) {\n    total<<<(n + 255) / 256, 256>>>(in, sum, n);\n}\n";
+    let k = &kernel_of(src);
+    assert_eq!(k.verdict, Verdict::Racy, "{k:#?}");
+    assert!(!states_precondition(k, "n == gridDim.x"), "{k:#?}");
+}
+
+#[test]
 fn the_precondition_removes_the_race_among_the_values_a_caller_passes() {
     // One thread per section writes its block's cell when `n == blockDim.x`; that leaves a race
     // between blocks only with `stride == 0`, which the plausibility assumption `stride >= 1`

@@ -90,6 +90,16 @@ impl<'a> Encoder<'a> {
         )
     }
 
+    /// Threads A and B are two different threads (of one block or not).
+    pub fn threads_differ(&self) -> Term {
+        or(DIMS
+            .iter()
+            .flat_map(|d| {
+                ["tid", "bid"].map(|w| not(eq(v(format!("A.{w}.{d}")), v(format!("B.{w}.{d}")))))
+            })
+            .collect())
+    }
+
     pub fn scope_constraints(&self, scope: Scope) -> Vec<Term> {
         let tid_differ = or(DIMS
             .iter()
@@ -603,6 +613,7 @@ impl<'a> Encoder<'a> {
                 preconditions: vec![],
                 reach: vec![],
                 reach_base: 0,
+                together: vec![],
                 probes,
                 report,
             },

@@ -679,6 +679,7 @@ pub fn plan_kernel_until(
         if let Some((scope, m)) = ms.first() {
             extra.push(enc.side_reach(*scope, m, 'A'));
             extra.push(enc.side_reach(*scope, m, 'B'));
+            extra.push(enc.threads_differ());
         }
         let extra_len = extra.len();
         extra.extend(pair_assumptions.iter().map(|a| a.term.clone()));
@@ -689,7 +690,8 @@ pub fn plan_kernel_until(
             unknowns,
         } = enc.finish_full(vec![terms::or(disjuncts)], extra);
         let renamed_assumptions: Vec<Term> = extra.split_off(extra_len.min(extra.len()));
-        let reach: Vec<Term> = extra.split_off(reach_start.min(extra.len()));
+        let mut reach: Vec<Term> = extra.split_off(reach_start.min(extra.len()));
+        let together: Vec<Term> = reach.split_off(2.min(reach.len()));
         // Candidate preconditions for a race that depends on no unknown value (a possible one
         // would not be removed by a relation between parameters).
         let mut preconditions = Vec::new();
@@ -726,6 +728,7 @@ pub fn plan_kernel_until(
                     });
                     q.reach.push(t);
                 }
+                q.together = together;
             }
         }
         // Only assumptions about values the query has (a parameter the pair never mentions

@@ -530,6 +530,7 @@ mod tests {
             preconditions: vec![],
             reach: vec![],
             reach_base: 0,
+            together: vec![],
             probes: vec![],
             report: vec!["x".to_string()],
         };

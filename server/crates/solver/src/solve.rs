@@ -588,14 +588,27 @@ fn names_the_launch(t: &Term) -> bool {
 }
 
 /// Whether under the precondition `t` one side of the pair can never execute (its
-/// [`Query::reach`] is unsat with `t` and the query's first [`Query::reach_base`] assertions):
-/// the precondition then removes the race by removing the code, which is no advice. An
+/// [`Query::reach`] is unsat with `t` and the query's first [`Query::reach_base`] assertions),
+/// or the two sides can never execute together (both `reach` terms at once: the base holds
+/// the two threads' ranges and that they differ, so `n == gridDim.x` with a grid of
+/// `(n + 255) / 256` blocks, which leaves one thread in `i < n`, is caught): the precondition
+/// then removes the race by removing the code or the second thread, which is no advice. An
 /// undecided check counts as "no" (the precondition is kept, as before this check existed).
 fn removes_a_side(query: &Query, t: &Term, limits: &Limits, share: u64, enc: &Encoder) -> bool {
     let base = query.assertions.get(..query.reach_base).unwrap_or(&[]);
-    for side in &query.reach {
-        let encoded: Result<Vec<Bool>, _> =
-            base.iter().chain([t, side]).map(|x| enc.bool(x)).collect();
+    let both: Vec<&Term> = query.reach.iter().chain(&query.together).collect();
+    let checks = query
+        .reach
+        .iter()
+        .map(|side| vec![side])
+        .chain((query.reach.len() > 1).then_some(both));
+    for sides in checks {
+        let encoded: Result<Vec<Bool>, _> = base
+            .iter()
+            .chain(std::iter::once(t))
+            .chain(sides)
+            .map(|x| enc.bool(x))
+            .collect();
         let Ok(encoded) = encoded else { return false };
         let defs = enc.take_definitions();
         let solver = Engine::Fast.solver();

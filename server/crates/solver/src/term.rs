@@ -391,6 +391,10 @@ pub struct Query {
     /// How many of the first `assertions` hold for any two threads (ranges and launch facts,
     /// not the race): the context of the [`Query::reach`] checks.
     pub reach_base: usize,
+    /// What the two sides need to execute at once besides their [`Query::reach`] terms (that
+    /// they are two different threads): a precondition under which both sides together are
+    /// unsatisfiable removes the race only by leaving one thread, and is not named either.
+    pub together: Vec<Term>,
     /// Concrete values to try first for a nonlinear query (e.g. every size parameter `== 2`):
     /// each set is asserted with the assumptions on a small budget before the normal checks,
     /// and a model found is the answer (it is a model of the query that satisfies every
@@ -415,6 +419,7 @@ impl Query {
             preconditions: vec![],
             reach: vec![],
             reach_base: 0,
+            together: vec![],
             probes: vec![],
             report: vec![],
         }
