@@ -98,7 +98,12 @@ fn from_config(c: &LaunchConfig, block: bool, d: usize) -> Option<DimSpec> {
 /// overload would bind none of this kernel's parameters and so erase every other site's
 /// bindings; nor does it launch this kernel.
 pub fn sites_of<'f>(file: &'f FileIr, kernel: &Kernel) -> Vec<&'f cudarace_ir::LaunchSite> {
-    let call_arity = |k: &Kernel| k.params.iter().filter(|p| !p.is_template).count();
+    let call_arity = |k: &Kernel| {
+        k.params
+            .iter()
+            .filter(|p| !p.is_template && !p.member)
+            .count()
+    };
     let arities: Vec<usize> = file
         .kernels
         .iter()
@@ -220,8 +225,11 @@ pub fn resolve(
         .unwrap_or(1024)
         .min(1024);
     // Arguments bind parameters by position (template parameters are not call arguments).
-    let call_params: Vec<&cudarace_ir::Param> =
-        kernel.params.iter().filter(|p| !p.is_template).collect();
+    let call_params: Vec<&cudarace_ir::Param> = kernel
+        .params
+        .iter()
+        .filter(|p| !p.is_template && !p.member)
+        .collect();
     // Template arguments bind the non-type template parameters.
     let template_params: Vec<&cudarace_ir::Param> =
         kernel.params.iter().filter(|p| p.is_template).collect();

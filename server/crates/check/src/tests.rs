@@ -68,6 +68,7 @@ pub(crate) mod ir {
                 span: sp(0),
                 is_template: false,
                 template_index: None,
+                member: false,
                 value: None,
             });
             self.k.arrays.push(Array {
@@ -88,6 +89,7 @@ pub(crate) mod ir {
                 span: sp(0),
                 is_template: false,
                 template_index: None,
+                member: false,
                 value: None,
             });
             Expr::Param(ParamId(self.k.params.len() as u32 - 1))

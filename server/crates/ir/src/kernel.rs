@@ -171,6 +171,9 @@ pub struct Param {
     pub template_index: Option<u32>,
     /// Fixed value (explicit template instantiation, or a `const` param bound by a macro).
     pub value: Option<i64>,
+    /// A member of a by-value class parameter (`s.n`) or a value a launched lambda captured:
+    /// a value of its own, but not a call argument (launch sites bind arguments by position).
+    pub member: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -82,6 +82,7 @@ impl Kb {
             span,
             is_template: false,
             template_index: None,
+            member: false,
             value: None,
         });
         self.k.arrays.push(Array {
@@ -102,6 +103,7 @@ impl Kb {
             span,
             is_template: false,
             template_index: None,
+            member: false,
             value: None,
         });
         Expr::Param(cudarace_ir::ParamId(self.k.params.len() as u32 - 1))

@@ -1041,6 +1041,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     span,
                     is_template: true,
                     template_index: Some(i as u32),
+                    member: false,
                     value,
                 });
                 self.bind(&pname, Binding::Value(Expr::Param(id)));
@@ -1088,6 +1089,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 span: self.span(p),
                 is_template: false,
                 template_index: None,
+                member: false,
                 value: None,
             });
             return;
@@ -1125,6 +1127,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     span,
                     is_template: false,
                     template_index: None,
+                    member: false,
                     value: None,
                 });
                 // A vector type's array is one of components, seen through a pointer whose
@@ -1180,6 +1183,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     span,
                     is_template: false,
                     template_index: None,
+                    member: false,
                     value: None,
                 });
                 let class = self.class_of(&ty_text).unwrap_or_default();
@@ -1212,6 +1216,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     span,
                     is_template: false,
                     template_index: None,
+                    member: false,
                     value: None,
                 });
                 if ty == ScalarType::Other

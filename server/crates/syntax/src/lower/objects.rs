@@ -287,6 +287,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                                     span,
                                     is_template: false,
                                     template_index: None,
+                                    member: true,
                                     value: None,
                                 });
                                 Expr::Param(id)
