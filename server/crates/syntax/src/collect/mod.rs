@@ -59,6 +59,10 @@ pub(crate) struct Tables<'t> {
     pub enum_types: HashMap<String, Option<Vec<i64>>>,
     /// Kernel name → template argument texts of explicit instantiations and templated launches.
     pub instantiations: HashMap<String, Vec<Vec<String>>>,
+    /// Lambdas launch sites pass for a kernel template's type parameter (`k<<<g, b>>>(n,
+    /// [=] __device__ (int i) { … })`): the instantiation's argument text (`lambda@3:20`) →
+    /// where the lambda expression is (file, start and end byte).
+    pub launch_lambdas: HashMap<String, (FileId, usize, usize)>,
     /// Structs whose conversion operator hands out `extern __shared__` memory (the CUDA
     /// samples' `SharedMemory<T>`): name → the `extern __shared__` declaration.
     pub shared_structs: HashMap<String, GlobalVar<'t>>,
@@ -291,6 +295,7 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         enums: HashMap::new(),
         enum_types: HashMap::new(),
         instantiations: HashMap::new(),
+        launch_lambdas: HashMap::new(),
         shared_structs: HashMap::new(),
         struct_layouts: HashMap::new(),
         classes: HashMap::new(),
@@ -576,6 +581,16 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
             ),
             _ => None,
         };
+        if deduced.as_ref().is_some_and(|(_, d)| *d) {
+            for a in &args {
+                if let Some(l) = crate::lower::cxx::type_params::launched_lambda(*a, &text) {
+                    t.launch_lambdas.insert(
+                        crate::lower::cxx::type_params::lambda_marker(l),
+                        (file, l.start_byte(), l.end_byte()),
+                    );
+                }
+            }
+        }
         match deduced {
             Some((a, d)) => entry.push((a, d, explicit.map(|(_, a)| a))),
             // Not even the launch's own arguments: nothing deduced for this kernel is trusted.

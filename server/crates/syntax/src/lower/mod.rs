@@ -122,7 +122,7 @@ fn instances<'t>(tab: &Tables<'t>, def: &FuncDef<'t>) -> Vec<Option<Vec<String>>
     let names_class = |arg: &str| {
         let base = arg.split('<').next().unwrap_or(arg).trim();
         let base = base.rsplit("::").next().unwrap_or(base);
-        tab.classes.get(base).is_some_and(|c| c.is_some())
+        tab.classes.get(base).is_some_and(|c| c.is_some()) || tab.launch_lambdas.contains_key(arg)
     };
     if distinct.len() < 2
         || distinct.len() > MAX_INSTANCES
@@ -424,6 +424,9 @@ pub(crate) struct Lowerer<'a, 't> {
     pub fallback_classes: std::cell::RefCell<std::collections::BTreeMap<String, String>>,
     /// The captures of the lambda `inline` is about to inline (set by `call_lambda`).
     pub lambda_env: Option<Vec<(String, Binding)>>,
+    /// The kernel's type parameters its instantiation binds to a lambda a launch passes:
+    /// parameter → where the lambda is (see `cxx/launch_lambdas.rs`).
+    pub launch_lambda_types: HashMap<String, (FileId, usize, usize)>,
     /// Locals that lambdas used as values (stored, chosen with `?:`) may change when they are
     /// called by code the front end does not follow: every opaque statement of the kernel that
     /// may synchronize (unknown code) may change them (added at the end).
@@ -505,6 +508,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             fallback_macros: std::collections::BTreeMap::new(),
             fallback_classes: Default::default(),
             lambda_env: None,
+            launch_lambda_types: HashMap::new(),
             escaped_locals: Vec::new(),
             type_params: Vec::new(),
             type_param_names: Vec::new(),
@@ -1000,6 +1004,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         if let (Some(tp), Some(f)) = (def.template_params, self.fixed_instantiation(&name)) {
             let classes: Vec<Option<String>> = f.iter().map(|a| self.class_of(a)).collect();
             self.bind_type_params(tp, &classes, false);
+            self.note_launch_lambdas(tp, &f);
         }
         // Parameters.
         let params = def
@@ -1104,6 +1109,13 @@ impl<'a, 't> Lowerer<'a, 't> {
             .map(|t| self.text(t))
             .unwrap_or_default();
         let shape = declarator_shape(decl);
+        // A lambda the launch passes (cxx/launch_lambdas.rs).
+        if matches!(shape, Shape::Scalar | Shape::Reference)
+            && !self.launch_lambda_types.is_empty()
+            && self.bind_launch_lambda(&name, &ty_text, span)
+        {
+            return;
+        }
         let id = ParamId(self.k.params.len() as u32);
         // A parameter of a type the front end does not know, dereferenced as a pointer
         // (`(p + i)->f`): a pointer `typedef` from a missing header, whose elements are of an

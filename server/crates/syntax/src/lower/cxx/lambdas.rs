@@ -101,7 +101,7 @@ pub(crate) fn lambda_return_type(node: Node, text: &str) -> Option<String> {
 }
 
 /// The names a lambda body mentions (in the order met) and whether it mentions `this`.
-fn names_in(body: Node, text: &str) -> (Vec<String>, bool) {
+pub(crate) fn names_in(body: Node, text: &str) -> (Vec<String>, bool) {
     let mut names = Vec::new();
     let mut seen = HashSet::new();
     let mut this = false;
@@ -193,7 +193,7 @@ pub(crate) fn add_escaped_locals(b: &mut Block, locals: &[LocalId]) {
 
 impl<'a, 't> Lowerer<'a, 't> {
     /// The lambda expression at `start..end` of `file`'s syntax tree.
-    fn lambda_node(&self, file: FileId, start: usize, end: usize) -> Option<Node<'t>> {
+    pub(crate) fn lambda_node(&self, file: FileId, start: usize, end: usize) -> Option<Node<'t>> {
         let root = *self.tab.roots.get(file.0 as usize)?;
         let mut n = root.descendant_for_byte_range(start, end)?;
         for _ in 0..64 {

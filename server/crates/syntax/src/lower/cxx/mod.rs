@@ -10,6 +10,9 @@
 //!   what they do to their shared storage: write own slot, barrier, read every slot.
 //! - `temporaries.rs`: a reference parameter bound to a temporary (`f(a - b)`, `f(P(1, 2))`)
 //!   is a by-value parameter: the temporary is the calling thread's own.
+//! - `launch_lambdas.rs`: a lambda a launch passes to a kernel template (`apply<<<g, b>>>(n,
+//!   [=] __device__ (int i) { … })`) is the kernel's callable parameter, its captures the
+//!   host's values.
 //! - `overloads.rs`: a call to overloads the front end cannot tell apart inlines each in a
 //!   branch of its own, one taken (the same for every thread).
 //! - `fn_refs.rs`: device functions passed by name (or taken from a `const` table of them)
@@ -24,6 +27,7 @@ pub(crate) mod choice;
 pub(crate) mod collectives;
 pub(crate) mod fn_refs;
 pub(crate) mod lambdas;
+pub(crate) mod launch_lambdas;
 pub(crate) mod overloads;
 pub(crate) mod pointer_bumps;
 pub(crate) mod ranges;

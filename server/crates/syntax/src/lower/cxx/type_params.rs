@@ -13,7 +13,7 @@ use crate::collect::FuncDef;
 use crate::lower::*;
 
 /// The name a type template parameter declares (`class Op`, `typename T = Add`).
-fn type_param_name<'t>(p: Node<'t>, text: &str) -> Option<String> {
+pub(crate) fn type_param_name<'t>(p: Node<'t>, text: &str) -> Option<String> {
     match p.kind() {
         "type_parameter_declaration" => {
             let mut c = p.walk();
@@ -163,6 +163,59 @@ fn temporary_class(a: Node, text: &str, classes: &HashSet<&str>) -> Option<Strin
     })
 }
 
+/// The template argument text standing for the type of a lambda a launch passes: where it
+/// is (`lambda@3:20`, line and column), unique in its file (see `Tables::launch_lambdas`).
+pub(crate) fn lambda_marker(n: Node) -> String {
+    let p = n.start_position();
+    format!("lambda@{}:{}", p.row + 1, p.column + 1)
+}
+
+/// The lambda a launch argument is: a lambda expression, or a local of the launching function
+/// declared once, before the launch, as `auto f = [=] __device__ (…) { … };`.
+pub(crate) fn launched_lambda<'t>(a: Node<'t>, text: &str) -> Option<Node<'t>> {
+    let a = crate::lower::cxx::lambdas::strip_parens(a);
+    if a.kind() == "lambda_expression" {
+        return Some(a);
+    }
+    if a.kind() != "identifier" {
+        return None;
+    }
+    let name = node_text(a, text);
+    let mut f = a.parent()?;
+    while f.kind() != "function_definition" {
+        f = f.parent()?;
+    }
+    let mut found: Vec<Node> = Vec::new();
+    let mut stack = vec![f];
+    while let Some(x) = stack.pop() {
+        if x.start_byte() >= a.start_byte() {
+            continue;
+        }
+        if matches!(x.kind(), "parameter_declaration" | "declaration") {
+            let mut c = x.walk();
+            for d in x.children_by_field_name("declarator", &mut c) {
+                if declared_name(d, text) == Some(name) {
+                    found.push(d);
+                }
+            }
+        }
+        let mut c = x.walk();
+        stack.extend(x.named_children(&mut c));
+    }
+    let [d] = found.as_slice() else {
+        return None;
+    };
+    let is_auto = d
+        .parent()
+        .and_then(|decl| decl.child_by_field_name("type"))
+        .is_some_and(|t| t.kind() == "placeholder_type_specifier");
+    let value = (d.kind() == "init_declarator" && is_auto)
+        .then(|| d.child_by_field_name("value"))
+        .flatten()?;
+    let value = crate::lower::cxx::lambdas::strip_parens(value);
+    (value.kind() == "lambda_expression").then_some(value)
+}
+
 /// The class of a named object the launch passes (`k<<<g, b>>>(load, out)` with `DirectLoad<float>
 /// load(x);`, `auto op = Scale<float>{2.0f};` or a parameter `const Scale &s` of the host
 /// function): the declared type's text (the initializer's, for `auto`), when it names a class of
@@ -289,7 +342,10 @@ pub(crate) fn deduced_template_args(
         if out[i].is_some() {
             continue;
         }
-        if let Some(class) =
+        if let Some(lambda) = launched_lambda(*a, text) {
+            out[i] = Some(lambda_marker(lambda));
+            deduced = true;
+        } else if let Some(class) =
             temporary_class(*a, text, classes).or_else(|| declared_class(*a, text, classes))
         {
             out[i] = Some(class);
