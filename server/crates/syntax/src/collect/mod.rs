@@ -315,6 +315,8 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
     let mut const_decls: Vec<(Node<'t>, FileId)> = Vec::new();
     let mut enum_specs: Vec<(Node<'t>, FileId)> = Vec::new();
     let mut launches: Vec<(Node<'t>, FileId)> = Vec::new();
+    // Other calls (of host function templates that launch kernels, see `host_bindings`).
+    let mut calls: Vec<(Node<'t>, FileId)> = Vec::new();
     for (i, tree) in trees.iter().enumerate() {
         let file = FileId(i as u32);
         let text = t.texts[i].clone();
@@ -332,6 +334,7 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
                 "call_expression" if has_child_kind(n, "kernel_call_syntax") => {
                     launches.push((n, file))
                 }
+                "call_expression" => calls.push((n, file)),
                 "type_definition" => {
                     // `typedef struct { float x, y; } P;`
                     if let (Some(ty), Some(d)) = (
@@ -540,61 +543,74 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         let Some(f) = call.child_by_field_name("function") else {
             continue;
         };
-        let explicit = template_args(f, &text);
-        // Type parameters deduced from the launch's arguments (`k<<<g, b>>>(x, Add<T>())`).
-        let (name, given) = match &explicit {
-            Some((n, a)) => (n.clone(), a.clone()),
-            None if f.kind() == "identifier" => (node_text(f, &text).to_string(), Vec::new()),
-            None => continue,
-        };
-        let args: Vec<Node> = call
-            .child_by_field_name("arguments")
-            .map(list_items)
-            .unwrap_or_default();
-        // Instantiations are kept by the kernel's name: an overloaded name gets none deduced
-        // (they would be tried on every overload).
-        let kernels: Vec<FuncDef<'t>> = t
-            .funcs
-            .get(&name)
-            .into_iter()
-            .flatten()
-            .filter(|d| d.is_kernel)
-            .copied()
-            .collect();
-        let kernels: Vec<FuncDef<'t>> = match kernels.as_slice() {
-            [k] if k.template_params.is_some()
-                && crate::lower::calls::param_count(k) == args.len() =>
-            {
-                vec![*k]
-            }
-            _ => Vec::new(),
-        };
-        let entry = deductions.entry(name.clone()).or_default();
-        let deduced = match kernels.as_slice() {
-            [k] => crate::lower::cxx::type_params::deduced_template_args(
-                k,
-                &given,
-                &args,
-                &t.texts[k.file.0 as usize].clone(),
-                &text,
-                &class_names,
-            ),
-            _ => None,
-        };
-        if deduced.as_ref().is_some_and(|(_, d)| *d) {
-            for a in &args {
-                if let Some(l) = crate::lower::cxx::type_params::launched_lambda(*a, &text) {
-                    t.launch_lambdas.insert(
-                        crate::lower::cxx::type_params::lambda_marker(l),
-                        (file, l.start_byte(), l.end_byte()),
-                    );
+        // A launch inside a host function template: once per way its callers bind its type
+        // parameters (`launch<RowLoad<float>>(…)`, or deduced from their arguments), else once.
+        let (hosts, lambdas) = host_bindings(call, file, &t, &calls, &class_names);
+        t.launch_lambdas.extend(lambdas);
+        for host in hosts {
+            let explicit = template_args(f, &text).map(|(n, a)| {
+                let a = a
+                    .into_iter()
+                    .map(|x| host.get(x.trim()).cloned().unwrap_or(x))
+                    .collect::<Vec<_>>();
+                (n, a)
+            });
+            // Type parameters deduced from the launch's arguments (`k<<<g, b>>>(x, Add<T>())`).
+            let (name, given) = match &explicit {
+                Some((n, a)) => (n.clone(), a.clone()),
+                None if f.kind() == "identifier" => (node_text(f, &text).to_string(), Vec::new()),
+                None => continue,
+            };
+            let args: Vec<Node> = call
+                .child_by_field_name("arguments")
+                .map(list_items)
+                .unwrap_or_default();
+            // Instantiations are kept by the kernel's name: an overloaded name gets none deduced
+            // (they would be tried on every overload).
+            let kernels: Vec<FuncDef<'t>> = t
+                .funcs
+                .get(&name)
+                .into_iter()
+                .flatten()
+                .filter(|d| d.is_kernel)
+                .copied()
+                .collect();
+            let kernels: Vec<FuncDef<'t>> = match kernels.as_slice() {
+                [k] if k.template_params.is_some()
+                    && crate::lower::calls::param_count(k) == args.len() =>
+                {
+                    vec![*k]
+                }
+                _ => Vec::new(),
+            };
+            let entry = deductions.entry(name.clone()).or_default();
+            let deduced = match kernels.as_slice() {
+                [k] => crate::lower::cxx::type_params::deduced_template_args(
+                    k,
+                    &given,
+                    &args,
+                    &t.texts[k.file.0 as usize].clone(),
+                    &text,
+                    &class_names,
+                    &host,
+                ),
+                _ => None,
+            };
+            if deduced.as_ref().is_some_and(|(_, d)| *d) {
+                for a in &args {
+                    if let Some(l) = crate::lower::cxx::type_params::launched_lambda(*a, &text) {
+                        t.launch_lambdas.insert(
+                            crate::lower::cxx::type_params::lambda_marker(l),
+                            (file, l.start_byte(), l.end_byte()),
+                        );
+                    }
                 }
             }
-        }
-        match deduced {
-            Some((a, d)) => entry.push((a, d, explicit.map(|(_, a)| a))),
-            // Not even the launch's own arguments: nothing deduced for this kernel is trusted.
-            None => entry.push((Vec::new(), false, explicit.map(|(_, a)| a))),
+            match deduced {
+                Some((a, d)) => entry.push((a, d, explicit.map(|(_, a)| a))),
+                // Not even the launch's own arguments: nothing deduced for this kernel is trusted.
+                None => entry.push((Vec::new(), false, explicit.map(|(_, a)| a))),
+            }
         }
     }
     for (name, launches) in deductions {
@@ -612,6 +628,143 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
     }
     t.member_uses = members::member_uses(&t.roots, &t.texts);
     t
+}
+
+/// At most this many callers of a host function template are followed for its launches.
+const MAX_HOST_BINDINGS: usize = 8;
+
+/// The ways the callers of the host function template around the launch `call` bind its type
+/// parameters to classes of the file or to lambdas (`launch<RowLoad<float>>(…)`, or
+/// `launch(load, …)` with `RowLoad<float> load` declared there): one map per calling site that
+/// binds one (parameter → argument text). A single empty map when the launch is not in a
+/// function template, or no caller binds anything: the launch as written. With the lambdas the
+/// callers pass (see `Tables::launch_lambdas`).
+type HostBindings = (
+    Vec<HashMap<String, String>>,
+    Vec<(String, (FileId, usize, usize))>,
+);
+fn host_bindings<'t>(
+    call: Node<'t>,
+    file: FileId,
+    t: &Tables<'t>,
+    calls: &[(Node<'t>, FileId)],
+    classes: &HashSet<&str>,
+) -> HostBindings {
+    let none = (vec![HashMap::new()], Vec::new());
+    let mut f = match call.parent() {
+        Some(p) => p,
+        None => return none,
+    };
+    while f.kind() != "function_definition" {
+        f = match f.parent() {
+            Some(p) => p,
+            None => return none,
+        };
+    }
+    let Some(tmpl) = f.parent().filter(|p| p.kind() == "template_declaration") else {
+        return none;
+    };
+    let Some(params) = tmpl.child_by_field_name("parameters") else {
+        return none;
+    };
+    let text = t.texts[file.0 as usize].clone();
+    let Some(name) = f
+        .child_by_field_name("declarator")
+        .and_then(function_declarator)
+        .and_then(|d| d.child_by_field_name("declarator"))
+        .map(|n| node_text(n, &text).to_string())
+    else {
+        return none;
+    };
+    let host = FuncDef {
+        node: f,
+        file,
+        is_kernel: false,
+        template_params: Some(params),
+        outer: tmpl,
+    };
+    let mut pc = params.walk();
+    let names: Vec<Option<String>> = params
+        .named_children(&mut pc)
+        .map(|p| crate::lower::cxx::type_params::type_param_name(p, &text))
+        .collect();
+    let mut out: Vec<HashMap<String, String>> = Vec::new();
+    let mut lambdas = Vec::new();
+    for (c, cfile) in calls {
+        let ctext = t.texts[cfile.0 as usize].clone();
+        let Some(cf) = c.child_by_field_name("function") else {
+            continue;
+        };
+        let (cname, given) = match template_args(cf, &ctext) {
+            Some((n, a)) => (n, a),
+            None if cf.kind() == "identifier" => (node_text(cf, &ctext).to_string(), Vec::new()),
+            None => continue,
+        };
+        if cname != name {
+            continue;
+        }
+        let args: Vec<Node> = c
+            .child_by_field_name("arguments")
+            .map(list_items)
+            .unwrap_or_default();
+        // A caller whose binding is not read keeps the launch as written (its type parameters
+        // unknown) among the ways.
+        let as_written = HashMap::new();
+        if crate::lower::calls::param_count(&host) != args.len() {
+            if !out.contains(&as_written) {
+                out.push(as_written);
+            }
+            continue;
+        }
+        let Some((bound, _)) = crate::lower::cxx::type_params::deduced_template_args(
+            &host,
+            &given,
+            &args,
+            &text,
+            &ctext,
+            classes,
+            &HashMap::new(),
+        ) else {
+            if !out.contains(&as_written) {
+                out.push(as_written);
+            }
+            continue;
+        };
+        let map: HashMap<String, String> = names
+            .iter()
+            .zip(bound)
+            .filter_map(|(n, b)| {
+                let n = n.as_ref()?;
+                let base = b.split('<').next().unwrap_or(&b).trim();
+                let useful = classes.contains(base.rsplit("::").next().unwrap_or(base))
+                    || b.starts_with("lambda@");
+                (useful && *n != b).then(|| (n.clone(), b))
+            })
+            .collect();
+        if !out.contains(&map) {
+            let binds = !map.is_empty();
+            out.push(map);
+            if !binds {
+                continue;
+            }
+            for a in &args {
+                if let Some(l) = crate::lower::cxx::type_params::launched_lambda(*a, &ctext) {
+                    lambdas.push((
+                        crate::lower::cxx::type_params::lambda_marker(l),
+                        (*cfile, l.start_byte(), l.end_byte()),
+                    ));
+                }
+            }
+        }
+        if out.len() > MAX_HOST_BINDINGS {
+            return none;
+        }
+    }
+    if out.iter().all(|m| m.is_empty()) {
+        none
+    } else {
+        (out, lambdas)
+    }
 }
 
 fn has_child_kind(n: Node, kind: &str) -> bool {

@@ -222,7 +222,12 @@ pub(crate) fn launched_lambda<'t>(a: Node<'t>, text: &str) -> Option<Node<'t>> {
 /// the file. The name's one declaration in the launching function
 /// before the launch decides; a pointer, an array, or two declarations of the name (shadowing)
 /// deduce nothing.
-fn declared_class(a: Node, text: &str, classes: &HashSet<&str>) -> Option<String> {
+fn declared_class(
+    a: Node,
+    text: &str,
+    classes: &HashSet<&str>,
+    host: &HashMap<String, String>,
+) -> Option<String> {
     if a.kind() != "identifier" {
         return None;
     }
@@ -260,6 +265,11 @@ fn declared_class(a: Node, text: &str, classes: &HashSet<&str>) -> Option<String
             .find(|d| d.kind() == "init_declarator" && declared_name(*d, text) == Some(name))
             .and_then(|d| d.child_by_field_name("value"))?;
         return temporary_class(value, text, classes);
+    }
+    // A parameter of the launching host template's type parameter (`LOAD load`): what its
+    // caller binds it to.
+    if let Some(bound) = host.get(node_text(ty, text).trim()) {
+        return Some(bound.clone());
     }
     let base = match ty.kind() {
         "template_type" => ty.child_by_field_name("name")?,
@@ -302,6 +312,7 @@ pub(crate) fn deduced_template_args(
     ktext: &str,
     text: &str,
     classes: &HashSet<&str>,
+    host: &HashMap<String, String>,
 ) -> Option<(Vec<String>, bool)> {
     let tp = def.template_params?;
     let mut c = tp.walk();
@@ -346,7 +357,7 @@ pub(crate) fn deduced_template_args(
             out[i] = Some(lambda_marker(lambda));
             deduced = true;
         } else if let Some(class) =
-            temporary_class(*a, text, classes).or_else(|| declared_class(*a, text, classes))
+            temporary_class(*a, text, classes).or_else(|| declared_class(*a, text, classes, host))
         {
             out[i] = Some(class);
             deduced = true;
