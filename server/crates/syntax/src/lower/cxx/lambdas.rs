@@ -26,7 +26,8 @@
 //! (`fn_refs.rs`).
 //!
 //! What is not modelled keeps the opaque call of before (it may touch any array and may
-//! synchronize): a callable kernel parameter, a lambda in a macro expansion, a template lambda,
+//! synchronize): a callable kernel parameter no launch binds (a lambda a launch passes is
+//! `launch_lambdas.rs`), a lambda in a macro expansion, a template lambda,
 //! a lambda capturing `*this` or a parameter pack, a callable variable that is assigned or whose
 //! address is taken, a lambda that flows through anything but a declaration, a reference or an
 //! argument (a `?:`, a return value, memory), a function object of a class template. A lambda

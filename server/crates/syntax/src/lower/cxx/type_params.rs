@@ -7,7 +7,12 @@
 //! see `lambdas.rs`). A type argument that is not a class of the file leaves the parameter
 //! unknown, as before. A launch that passes a temporary function object for a kernel parameter
 //! of a type parameter's type (`k<<<g, b>>>(in, Scale<float>{2.0f})`) deduces that parameter
-//! (see `deduced_template_args`).
+//! (see `deduced_template_args`); so does a named object declared in the launching function
+//! (`RowLoad<float> load{x};`, `auto op = Scale<float>{2};`), and a lambda, whose type is the
+//! argument text `lambda@L:C` (`launch_lambdas.rs`). A launch inside a host function template
+//! is read once per way the file's callers bind its type parameters (`collect::host_bindings`).
+//! A member function template is inlined with the call's template arguments
+//! (`l.template load<4>(…)`, see `objects.rs`).
 
 use crate::collect::FuncDef;
 use crate::lower::*;
