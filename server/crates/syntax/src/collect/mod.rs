@@ -735,9 +735,16 @@ fn host_bindings<'t>(
             .zip(bound)
             .filter_map(|(n, b)| {
                 let n = n.as_ref()?;
+                // A class with methods (a function object, an accessor) or a lambda: what the
+                // kernel calls. A plain data class would only split the kernel into instances.
                 let base = b.split('<').next().unwrap_or(&b).trim();
-                let useful = classes.contains(base.rsplit("::").next().unwrap_or(base))
-                    || b.starts_with("lambda@");
+                let base = base.rsplit("::").next().unwrap_or(base);
+                let callable = t
+                    .classes
+                    .get(base)
+                    .and_then(|c| c.as_ref())
+                    .is_some_and(|c| !c.methods.is_empty());
+                let useful = (classes.contains(base) && callable) || b.starts_with("lambda@");
                 (useful && *n != b).then(|| (n.clone(), b))
             })
             .collect();

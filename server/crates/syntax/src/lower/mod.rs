@@ -1085,18 +1085,32 @@ impl<'a, 't> Lowerer<'a, 't> {
         self.frames.pop();
     }
 
+    /// Pushes a kernel value of its own (not a template parameter): a parameter of the call,
+    /// or a `member` of one (a struct parameter's `s.n`, a launched lambda's capture).
+    pub(crate) fn push_value_param(
+        &mut self,
+        name: &str,
+        ty: ScalarType,
+        span: Span,
+        member: bool,
+    ) -> ParamId {
+        let id = ParamId(self.k.params.len() as u32);
+        self.k.params.push(Param {
+            name: name.to_string(),
+            ty,
+            span,
+            is_template: false,
+            template_index: None,
+            member,
+            value: None,
+        });
+        id
+    }
+
     fn kernel_param(&mut self, p: Node) {
         let Some(decl) = p.child_by_field_name("declarator") else {
             // An unnamed parameter still takes a position.
-            self.k.params.push(Param {
-                name: String::new(),
-                ty: ScalarType::Other,
-                span: self.span(p),
-                is_template: false,
-                template_index: None,
-                member: false,
-                value: None,
-            });
+            self.push_value_param("", ScalarType::Other, self.span(p), false);
             return;
         };
         let Some(nm) = declarator_name(decl) else {
@@ -1133,15 +1147,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         };
         match shape {
             Shape::Pointer | Shape::Array => {
-                self.k.params.push(Param {
-                    name: name.clone(),
-                    ty: ScalarType::Pointer,
-                    span,
-                    is_template: false,
-                    template_index: None,
-                    member: false,
-                    value: None,
-                });
+                self.push_value_param(&name, ScalarType::Pointer, span, false);
                 // A vector type's array is one of components, seen through a pointer whose
                 // elements are several cells (cxx/vectors.rs).
                 let (elem, cell) = match typenames::vector_type(&ty_text) {
@@ -1189,15 +1195,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             {
                 // A struct passed by value: its members are uniform, its pointer members
                 // arrays of their own.
-                self.k.params.push(Param {
-                    name: name.clone(),
-                    ty: ScalarType::Other,
-                    span,
-                    is_template: false,
-                    template_index: None,
-                    member: false,
-                    value: None,
-                });
+                self.push_value_param(&name, ScalarType::Other, span, false);
                 let class = self.class_of(&ty_text).unwrap_or_default();
                 let key = (self.src.file, decl.start_byte());
                 let targs = p
@@ -1222,15 +1220,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 } else {
                     self.scalar_type_of(&ty_text)
                 };
-                self.k.params.push(Param {
-                    name: name.clone(),
-                    ty,
-                    span,
-                    is_template: false,
-                    template_index: None,
-                    member: false,
-                    value: None,
-                });
+                self.push_value_param(&name, ty, span, false);
                 if ty == ScalarType::Other
                     && enum_values.is_none()
                     && typenames::vector_type(&ty_text).is_none()

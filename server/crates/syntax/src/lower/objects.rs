@@ -280,17 +280,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                             // own: the same in every thread of the grid (an unknown would only
                             // be uniform per block), and shown by name in witnesses.
                             ty @ (ScalarType::Int { .. } | ScalarType::Bool) => {
-                                let id = ParamId(self.k.params.len() as u32);
-                                self.k.params.push(Param {
-                                    name: full.clone(),
-                                    ty,
-                                    span,
-                                    is_template: false,
-                                    template_index: None,
-                                    member: true,
-                                    value: None,
-                                });
-                                Expr::Param(id)
+                                Expr::Param(self.push_value_param(&full, ty, span, true))
                             }
                             _ => self.unknown(
                                 format!("member `{fname}` of the parameter `{var}`"),

@@ -101,6 +101,17 @@ pub(crate) fn lambda_return_type(node: Node, text: &str) -> Option<String> {
     Some(node_text(ty, text).to_string())
 }
 
+/// Whether a lambda expression is `mutable`.
+pub(crate) fn is_mutable(lambda: Node, text: &str) -> bool {
+    lambda.child_by_field_name("declarator").is_some_and(|d| {
+        let mut c = d.walk();
+        let m = d
+            .named_children(&mut c)
+            .any(|x| x.kind() == "lambda_specifier" && node_text(x, text).trim() == "mutable");
+        m
+    })
+}
+
 /// The names a lambda body mentions (in the order met) and whether it mentions `this`.
 pub(crate) fn names_in(body: Node, text: &str) -> (Vec<String>, bool) {
     let mut names = Vec::new();
@@ -332,13 +343,7 @@ impl<'a, 't> Lowerer<'a, 't> {
         if node.child_by_field_name("template_parameters").is_some() {
             return None;
         }
-        let mutable = node.child_by_field_name("declarator").is_some_and(|d| {
-            let mut c = d.walk();
-            let m = d
-                .named_children(&mut c)
-                .any(|x| x.kind() == "lambda_specifier" && node_text(x, &text).trim() == "mutable");
-            m
-        });
+        let mutable = is_mutable(node, &text);
         let span = self.span(n);
         // The capture list.
         let mut default: Option<bool> = None; // Some(true): `[&]`, Some(false): `[=]`

@@ -11,7 +11,7 @@
 //! pointer to pointers, `auto`), an init-capture (`[y = e]`) or `this` leaves the parameter an
 //! unknown callable, as before.
 
-use super::lambdas::{names_in, params_of, Capture, Lambda};
+use super::lambdas::{is_mutable, names_in, params_of, Capture, Lambda};
 use crate::collect::declarator_name;
 use crate::lower::*;
 
@@ -76,16 +76,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             };
             kinds.push((cap, ty_text, declarator.start_byte(), kind));
         }
-        let id = ParamId(self.k.params.len() as u32);
-        self.k.params.push(Param {
-            name: name.to_string(),
-            ty: ScalarType::Other,
-            span,
-            is_template: false,
-            template_index: None,
-            member: false,
-            value: None,
-        });
+        let id = self.push_value_param(name, ScalarType::Other, span, false);
         let mut env = Vec::new();
         for (cap, ty_text, at, kind) in kinds {
             let full = format!("{name}.{cap}");
@@ -106,17 +97,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     Binding::Ptr(slot)
                 }
                 CaptureKind::Integer(ty) => {
-                    let pid = ParamId(self.k.params.len() as u32);
-                    self.k.params.push(Param {
-                        name: full,
-                        ty,
-                        span,
-                        is_template: false,
-                        template_index: None,
-                        member: true,
-                        value: None,
-                    });
-                    Binding::Value(Expr::Param(pid))
+                    Binding::Value(Expr::Param(self.push_value_param(&full, ty, span, true)))
                 }
                 CaptureKind::Scalar => {
                     Binding::Value(self.unknown(format!("captured `{full}`"), span, true))
@@ -128,18 +109,11 @@ impl<'a, 't> Lowerer<'a, 't> {
                 by_value: true,
             });
         }
-        let mutable = node.child_by_field_name("declarator").is_some_and(|d| {
-            let mut c = d.walk();
-            let m = d
-                .named_children(&mut c)
-                .any(|x| x.kind() == "lambda_specifier" && node_text(x, &text).trim() == "mutable");
-            m
-        });
         let lambda = Lambda {
             file,
             start,
             end,
-            mutable,
+            mutable: is_mutable(node, &text),
             env,
         };
         self.bind(name, Binding::Lambda(std::rc::Rc::new(lambda)));

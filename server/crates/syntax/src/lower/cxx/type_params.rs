@@ -182,32 +182,8 @@ pub(crate) fn launched_lambda<'t>(a: Node<'t>, text: &str) -> Option<Node<'t>> {
     if a.kind() == "lambda_expression" {
         return Some(a);
     }
-    if a.kind() != "identifier" {
-        return None;
-    }
-    let name = node_text(a, text);
-    let mut f = a.parent()?;
-    while f.kind() != "function_definition" {
-        f = f.parent()?;
-    }
-    let mut found: Vec<Node> = Vec::new();
-    let mut stack = vec![f];
-    while let Some(x) = stack.pop() {
-        if x.start_byte() >= a.start_byte() {
-            continue;
-        }
-        if matches!(x.kind(), "parameter_declaration" | "declaration") {
-            let mut c = x.walk();
-            for d in x.children_by_field_name("declarator", &mut c) {
-                if declared_name(d, text) == Some(name) {
-                    found.push(d);
-                }
-            }
-        }
-        let mut c = x.walk();
-        stack.extend(x.named_children(&mut c));
-    }
-    let [d] = found.as_slice() else {
+    let found = declarations_of(a, text)?;
+    let [(_, d)] = found.as_slice() else {
         return None;
     };
     let is_auto = d
@@ -233,32 +209,9 @@ fn declared_class(
     classes: &HashSet<&str>,
     host: &HashMap<String, String>,
 ) -> Option<String> {
-    if a.kind() != "identifier" {
-        return None;
-    }
     let name = node_text(a, text);
-    let mut f = a.parent()?;
-    while f.kind() != "function_definition" {
-        f = f.parent()?;
-    }
-    let mut found: Vec<Node> = Vec::new();
-    let mut stack = vec![f];
-    while let Some(x) = stack.pop() {
-        if x.start_byte() >= a.start_byte() {
-            continue;
-        }
-        if matches!(x.kind(), "parameter_declaration" | "declaration") {
-            let mut c = x.walk();
-            for d in x.children_by_field_name("declarator", &mut c) {
-                if declared_name(d, text) == Some(name) {
-                    found.push(x);
-                }
-            }
-        }
-        let mut c = x.walk();
-        stack.extend(x.named_children(&mut c));
-    }
-    let [decl] = found.as_slice() else {
+    let found = declarations_of(a, text)?;
+    let [(decl, _)] = found.as_slice() else {
         return None;
     };
     let ty = decl.child_by_field_name("type")?;
@@ -287,6 +240,38 @@ fn declared_class(
             .collect::<Vec<_>>()
             .join(" ")
     })
+}
+
+/// The declarations (with the declarator) of the identifier `a` names in the function around
+/// it, before `a`: its parameters and locals of that name. `None` when `a` is no identifier or
+/// not in a function.
+fn declarations_of<'t>(a: Node<'t>, text: &str) -> Option<Vec<(Node<'t>, Node<'t>)>> {
+    if a.kind() != "identifier" {
+        return None;
+    }
+    let name = node_text(a, text);
+    let mut f = a.parent()?;
+    while f.kind() != "function_definition" {
+        f = f.parent()?;
+    }
+    let mut found = Vec::new();
+    let mut stack = vec![f];
+    while let Some(x) = stack.pop() {
+        if x.start_byte() >= a.start_byte() {
+            continue;
+        }
+        if matches!(x.kind(), "parameter_declaration" | "declaration") {
+            let mut c = x.walk();
+            for d in x.children_by_field_name("declarator", &mut c) {
+                if declared_name(d, text) == Some(name) {
+                    found.push((x, d));
+                }
+            }
+        }
+        let mut c = x.walk();
+        stack.extend(x.named_children(&mut c));
+    }
+    Some(found)
 }
 
 /// The name a declarator declares as an object or a reference to one (`x`, `x = …`, `&x`,
