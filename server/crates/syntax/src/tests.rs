@@ -1034,15 +1034,15 @@ __global__ void k(Args args, float ***rows) {
         "k",
         // `args.data`, a member used as a pointer of a parameter of a class the front end does
         // not model, points to an array of its own (lower/member_pointers.rs); `args.next`,
-        // dereferenced, too, but the pointer its element holds is unknown; so are the pointers
-        // two levels down a `float ***` (lower/ptr_rows.rs follows one level).
+        // dereferenced, too, but the pointer its element holds is unknown. The pointers two
+        // levels down a `float ***` are rows of rows (lower/ptr_rows.rs).
         "
         write#0 args.data[threadIdx.x] = 1
         read#1 rows[1]
-        opaque(read through a pointer with an unknown target; arrays=[args,rows,s,args.data,args.next]; locals=[]; reads_only)
-        opaque(write through a pointer with an unknown target; arrays=[args,rows,s,args.data,args.next]; locals=[])
-        read#2 args.next[0]
-        opaque(write through a pointer with an unknown target; arrays=[args,rows,s,args.data,args.next]; locals=[])
+        read#2 rows[…][(?0 + 2)]
+        write#3 rows[…][…][(?1 + threadIdx.x)] = 2
+        read#4 args.next[0]
+        opaque(write through a pointer with an unknown target; arrays=[args,rows,s,args.data,rows[…],rows[…][…],args.next]; locals=[])
         ",
     );
 }

@@ -455,8 +455,10 @@ pub(crate) struct Lowerer<'a, 't> {
     /// the second (member_pointers.rs).
     pub member_owners: Vec<(ArrayId, ArrayId)>,
     /// The arrays of `T **` kernel parameters: parameter, element type text, and the array of
-    /// the rows their pointers point to, once made (ptr_rows.rs).
-    pub ptr_rows: HashMap<ArrayId, (ParamId, String, Option<ArrayId>)>,
+    /// the rows their pointers point to, once made, and the pointer levels of the array's
+    /// elements' type (2 for `T **`; rows of a `T ***` parameter are such arrays in turn)
+    /// (ptr_rows.rs).
+    pub ptr_rows: HashMap<ArrayId, (ParamId, String, Option<ArrayId>, usize)>,
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
@@ -1181,8 +1183,10 @@ impl<'a, 't> Lowerer<'a, 't> {
                 if !untyped_pointer {
                     self.slots[slot].comp = typenames::comp_size(&ty_text);
                 }
-                if shape == Shape::Pointer && !untyped_pointer && pointer_levels(decl) == 2 {
-                    self.ptr_rows.insert(arr, (id, ty_text.clone(), None));
+                let levels = pointer_levels(decl);
+                if shape == Shape::Pointer && !untyped_pointer && levels >= 2 {
+                    self.ptr_rows
+                        .insert(arr, (id, ty_text.clone(), None, levels));
                 }
                 self.bind(&name, Binding::Ptr(slot));
             }

@@ -1,5 +1,6 @@
 //! `T **p` kernel parameters (an array of row pointers: `inputs[k][i]`,
-//! `const T *in = inputs[seg];`).
+//! `const T *in = inputs[seg];`), and deeper ones (`T ***p`: the rows `p[…]` are such arrays
+//! of row pointers in turn, `p[…][…]` their rows).
 //!
 //! A pointer loaded from the parameter's array points into one array standing for all the rows,
 //! `p[…]`, at an unknown offset: the rows may be anywhere in it, also overlapping each other,
@@ -27,20 +28,26 @@ impl Lowerer<'_, '_> {
     /// A row pointer loaded from the array `outer` of a `T **` parameter.
     pub(super) fn row_pointer(&mut self, outer: ArrayId, span: Span) -> PtrVal {
         let rows = match self.ptr_rows.get(&outer).cloned() {
-            Some((_, _, Some(rows))) => rows,
-            Some((pid, ty, None)) => {
+            Some((_, _, Some(rows), _)) => rows,
+            Some((pid, ty, None, levels)) => {
                 let name = self
                     .k
-                    .params
-                    .get(pid.0 as usize)
-                    .map(|p| format!("{}[…]", p.name))
+                    .arrays
+                    .get(outer.0 as usize)
+                    .map(|a| format!("{}[…]", a.name))
                     .unwrap_or_default();
                 // Vector elements are several cells (cxx/vectors.rs): their rows stay untyped.
+                // Rows of a `T ***` parameter hold pointers (rows of their own, below).
                 let size = match typenames::vector_type(&ty) {
+                    _ if levels > 2 => None,
                     Some(_) => None,
                     None => typenames::elem_size(&ty),
                 };
-                let elem = typenames::scalar_type(&ty);
+                let elem = if levels > 2 {
+                    ScalarType::Pointer
+                } else {
+                    typenames::scalar_type(&ty)
+                };
                 let decl = self.k.params.get(pid.0 as usize).map(|p| p.span);
                 let id = self.new_array(
                     &name,
@@ -53,6 +60,9 @@ impl Lowerer<'_, '_> {
                 );
                 if let Some(e) = self.ptr_rows.get_mut(&outer) {
                     e.2 = Some(id);
+                }
+                if levels > 2 {
+                    self.ptr_rows.insert(id, (pid, ty, None, levels - 1));
                 }
                 id
             }
