@@ -12,6 +12,7 @@
 //! unknown callable, as before.
 
 use super::lambdas::{is_mutable, names_in, params_of, Capture, Lambda};
+use super::type_params::visible_declarations;
 use crate::collect::declarator_name;
 use crate::lower::*;
 
@@ -128,7 +129,8 @@ enum CaptureKind {
 }
 
 /// The host variables a lambda written in host code captures: each name its body uses that
-/// the enclosing host function declares before the lambda (a parameter or a local), with that
+/// the enclosing host function declares before the lambda, in a scope that holds it (a
+/// parameter or a local), with that
 /// declaration and its declarator. `None` when the lambda has an init-capture, captures
 /// `this`, or a captured name has several declarations there.
 fn host_captures<'t>(lambda: Node<'t>, text: &str) -> Option<Vec<(String, Node<'t>, Node<'t>)>> {
@@ -157,11 +159,17 @@ fn host_captures<'t>(lambda: Node<'t>, text: &str) -> Option<Vec<(String, Node<'
             }
         }
     }
-    let mut host = lambda.parent()?;
-    while host.kind() != "function_definition" {
-        host = host.parent()?;
-    }
-    let declared = declarations_before(host, lambda.start_byte(), text);
+    let declared: Vec<(String, Node<'t>, Node<'t>)> = visible_declarations(lambda, text)?
+        .into_iter()
+        .map(|(n, decl, d)| {
+            let d = if d.kind() == "init_declarator" {
+                d.child_by_field_name("declarator").unwrap_or(d)
+            } else {
+                d
+            };
+            (n, decl, d)
+        })
+        .collect();
     let mut out = Vec::new();
     for name in names {
         if own.contains(&name) {
@@ -179,36 +187,4 @@ fn host_captures<'t>(lambda: Node<'t>, text: &str) -> Option<Vec<(String, Node<'
         }
     }
     Some(out)
-}
-
-/// The parameters and locals `f` declares before byte `before` (outside lambdas): name,
-/// declaration, declarator (an `init_declarator` unwrapped).
-fn declarations_before<'t>(
-    f: Node<'t>,
-    before: usize,
-    text: &str,
-) -> Vec<(String, Node<'t>, Node<'t>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![f];
-    while let Some(x) = stack.pop() {
-        if x.start_byte() >= before || (x.kind() == "lambda_expression" && x != f) {
-            continue;
-        }
-        if matches!(x.kind(), "parameter_declaration" | "declaration") {
-            let mut c = x.walk();
-            for d in x.children_by_field_name("declarator", &mut c) {
-                let d = if d.kind() == "init_declarator" {
-                    d.child_by_field_name("declarator").unwrap_or(d)
-                } else {
-                    d
-                };
-                if let Some(nm) = declarator_name(d) {
-                    out.push((node_text(nm, text).to_string(), x, d));
-                }
-            }
-        }
-        let mut c = x.walk();
-        stack.extend(x.named_children(&mut c));
-    }
-    out
 }

@@ -243,35 +243,58 @@ fn declared_class(
 }
 
 /// The declarations (with the declarator) of the identifier `a` names in the function around
-/// it, before `a`: its parameters and locals of that name. `None` when `a` is no identifier or
-/// not in a function.
+/// it that are visible at `a` (see [`visible_declarations`]) and declare an object or a
+/// reference to one. `None` when `a` is no identifier or not in a function.
 fn declarations_of<'t>(a: Node<'t>, text: &str) -> Option<Vec<(Node<'t>, Node<'t>)>> {
     if a.kind() != "identifier" {
         return None;
     }
     let name = node_text(a, text);
-    let mut f = a.parent()?;
+    Some(
+        visible_declarations(a, text)?
+            .into_iter()
+            .filter(|(n, _, d)| n == name && declared_name(*d, text) == Some(name))
+            .map(|(_, decl, d)| (decl, d))
+            .collect(),
+    )
+}
+
+/// The parameters and locals of the function around `at` declared before it in a scope that
+/// holds it (not in a sibling block, not inside a lambda): name, declaration, declarator as
+/// written (`init_declarator` included). `None` when `at` is not in a function.
+pub(crate) fn visible_declarations<'t>(
+    at: Node<'t>,
+    text: &str,
+) -> Option<Vec<(String, Node<'t>, Node<'t>)>> {
+    let mut f = at.parent()?;
     while f.kind() != "function_definition" {
         f = f.parent()?;
     }
-    let mut found = Vec::new();
+    let holds_at =
+        |scope: Node| scope.start_byte() <= at.start_byte() && at.end_byte() <= scope.end_byte();
+    let mut out = Vec::new();
     let mut stack = vec![f];
     while let Some(x) = stack.pop() {
-        if x.start_byte() >= a.start_byte() {
+        if x.start_byte() >= at.start_byte() || (x.kind() == "lambda_expression" && !holds_at(x)) {
             continue;
         }
-        if matches!(x.kind(), "parameter_declaration" | "declaration") {
+        let visible = match x.kind() {
+            "parameter_declaration" => true,
+            "declaration" => x.parent().is_some_and(holds_at),
+            _ => false,
+        };
+        if visible {
             let mut c = x.walk();
             for d in x.children_by_field_name("declarator", &mut c) {
-                if declared_name(d, text) == Some(name) {
-                    found.push((x, d));
+                if let Some(nm) = crate::collect::declarator_name(d) {
+                    out.push((node_text(nm, text).to_string(), x, d));
                 }
             }
         }
         let mut c = x.walk();
         stack.extend(x.named_children(&mut c));
     }
-    Some(found)
+    Some(out)
 }
 
 /// The name a declarator declares as an object or a reference to one (`x`, `x = …`, `&x`,
