@@ -538,6 +538,24 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
     // themselves), whether one was deduced, and the explicit ones.
     type Deduction = (Vec<String>, bool, Option<Vec<String>>);
     let mut deductions: HashMap<String, Vec<Deduction>> = HashMap::new();
+    // The other calls by the name they call (`f(…)`, `f<A>(…)`), for `host_bindings`.
+    let mut calls_by_name: HashMap<String, Vec<(Node<'t>, FileId)>> = HashMap::new();
+    for (c, cfile) in calls {
+        let text = &t.texts[cfile.0 as usize];
+        let name = c
+            .child_by_field_name("function")
+            .and_then(|f| match f.kind() {
+                "identifier" => Some(f),
+                "template_function" => f.child_by_field_name("name"),
+                _ => None,
+            });
+        if let Some(n) = name {
+            calls_by_name
+                .entry(node_text(n, text).to_string())
+                .or_default()
+                .push((c, cfile));
+        }
+    }
     for (call, file) in launches {
         let text = t.texts[file.0 as usize].clone();
         let Some(f) = call.child_by_field_name("function") else {
@@ -545,7 +563,7 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         };
         // A launch inside a host function template: once per way its callers bind its type
         // parameters (`launch<RowLoad<float>>(…)`, or deduced from their arguments), else once.
-        let (hosts, lambdas) = host_bindings(call, file, &t, &calls, &class_names);
+        let (hosts, lambdas) = host_bindings(call, file, &t, &calls_by_name, &class_names);
         t.launch_lambdas.extend(lambdas);
         for host in hosts {
             let explicit = template_args(f, &text).map(|(n, a)| {
@@ -637,8 +655,10 @@ const MAX_HOST_BINDINGS: usize = 8;
 /// parameters to classes of the file or to lambdas (`launch<RowLoad<float>>(…)`, or
 /// `launch(load, …)` with `RowLoad<float> load` declared there): one map per calling site that
 /// binds one (parameter → argument text). A single empty map when the launch is not in a
-/// function template, or no caller binds anything: the launch as written. With the lambdas the
-/// callers pass (see `Tables::launch_lambdas`).
+/// function template, or no caller binds anything: the launch as written, which is among the
+/// ways too when a caller's binding is not read (or a macro names the function: a call in its
+/// expansion is not in the tree). With the lambdas the callers pass (see
+/// `Tables::launch_lambdas`).
 type HostBindings = (
     Vec<HashMap<String, String>>,
     Vec<(String, (FileId, usize, usize))>,
@@ -647,7 +667,7 @@ fn host_bindings<'t>(
     call: Node<'t>,
     file: FileId,
     t: &Tables<'t>,
-    calls: &[(Node<'t>, FileId)],
+    calls: &HashMap<String, Vec<(Node<'t>, FileId)>>,
     classes: &HashSet<&str>,
 ) -> HostBindings {
     let none = (vec![HashMap::new()], Vec::new());
@@ -690,29 +710,32 @@ fn host_bindings<'t>(
         .collect();
     let mut out: Vec<HashMap<String, String>> = Vec::new();
     let mut lambdas = Vec::new();
-    for (c, cfile) in calls {
+    // A caller whose binding is not read keeps the launch as written (its type parameters
+    // unknown) among the ways.
+    let as_written = HashMap::new();
+    let in_macro = t.macros.values().any(|m| {
+        crate::text::tokens(&m.body)
+            .into_iter()
+            .any(|(is_id, w)| is_id && w == name)
+    });
+    if in_macro {
+        out.push(as_written.clone());
+    }
+    for (c, cfile) in calls.get(&name).into_iter().flatten() {
         let ctext = t.texts[cfile.0 as usize].clone();
         let Some(cf) = c.child_by_field_name("function") else {
             continue;
         };
-        let (cname, given) = match template_args(cf, &ctext) {
-            Some((n, a)) => (n, a),
-            None if cf.kind() == "identifier" => (node_text(cf, &ctext).to_string(), Vec::new()),
-            None => continue,
-        };
-        if cname != name {
-            continue;
-        }
+        let given = template_args(cf, &ctext)
+            .map(|(_, a)| a)
+            .unwrap_or_default();
         let args: Vec<Node> = c
             .child_by_field_name("arguments")
             .map(list_items)
             .unwrap_or_default();
-        // A caller whose binding is not read keeps the launch as written (its type parameters
-        // unknown) among the ways.
-        let as_written = HashMap::new();
         if crate::lower::calls::param_count(&host) != args.len() {
             if !out.contains(&as_written) {
-                out.push(as_written);
+                out.push(as_written.clone());
             }
             continue;
         }
@@ -726,7 +749,7 @@ fn host_bindings<'t>(
             &HashMap::new(),
         ) else {
             if !out.contains(&as_written) {
-                out.push(as_written);
+                out.push(as_written.clone());
             }
             continue;
         };
