@@ -61,8 +61,9 @@ pub(crate) struct Tables<'t> {
     pub instantiations: HashMap<String, Vec<Vec<String>>>,
     /// Lambdas launch sites pass for a kernel template's type parameter (`k<<<g, b>>>(n,
     /// [=] __device__ (int i) { … })`): the instantiation's argument text (`lambda@3:20`) →
-    /// where the lambda expression is (file, start and end byte).
-    pub launch_lambdas: HashMap<String, (FileId, usize, usize)>,
+    /// where the lambda expression is (file, start and end byte); `None` when lambdas of two
+    /// files share the text (same line and column), so that neither is taken for the other.
+    pub launch_lambdas: HashMap<String, Option<(FileId, usize, usize)>>,
     /// Structs whose conversion operator hands out `extern __shared__` memory (the CUDA
     /// samples' `SharedMemory<T>`): name → the `extern __shared__` declaration.
     pub shared_structs: HashMap<String, GlobalVar<'t>>,
@@ -564,7 +565,9 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         // A launch inside a host function template: once per way its callers bind its type
         // parameters (`launch<RowLoad<float>>(…)`, or deduced from their arguments), else once.
         let (hosts, lambdas) = host_bindings(call, file, &t, &calls_by_name, &class_names);
-        t.launch_lambdas.extend(lambdas);
+        for (marker, at) in lambdas {
+            note_launch_lambda(&mut t.launch_lambdas, marker, at);
+        }
         for host in hosts {
             let explicit = template_args(f, &text).map(|(n, a)| {
                 let a = a
@@ -617,7 +620,8 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
             if deduced.as_ref().is_some_and(|(_, d)| *d) {
                 for a in &args {
                     if let Some(l) = crate::lower::cxx::type_params::launched_lambda(*a, &text) {
-                        t.launch_lambdas.insert(
+                        note_launch_lambda(
+                            &mut t.launch_lambdas,
                             crate::lower::cxx::type_params::lambda_marker(l),
                             (file, l.start_byte(), l.end_byte()),
                         );
@@ -646,6 +650,18 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
     }
     t.member_uses = members::member_uses(&t.roots, &t.texts);
     t
+}
+
+/// Records where the lambda `marker` names is; a second place for it makes it ambiguous.
+fn note_launch_lambda(
+    map: &mut HashMap<String, Option<(FileId, usize, usize)>>,
+    marker: String,
+    at: (FileId, usize, usize),
+) {
+    let e = map.entry(marker).or_insert(Some(at));
+    if *e != Some(at) {
+        *e = None;
+    }
 }
 
 /// At most this many callers of a host function template are followed for its launches.

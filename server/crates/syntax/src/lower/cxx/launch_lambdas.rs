@@ -26,11 +26,11 @@ impl<'a, 't> Lowerer<'a, 't> {
         for (p, a) in list.iter().zip(args) {
             let (Some(name), Some(at)) = (
                 super::type_params::type_param_name(*p, &text),
-                self.tab.launch_lambdas.get(a),
+                self.tab.launch_lambdas.get(a).copied().flatten(),
             ) else {
                 continue;
             };
-            self.launch_lambda_types.insert(name, *at);
+            self.launch_lambda_types.insert(name, at);
         }
     }
 

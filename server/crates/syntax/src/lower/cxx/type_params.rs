@@ -169,7 +169,8 @@ fn temporary_class(a: Node, text: &str, classes: &HashSet<&str>) -> Option<Strin
 }
 
 /// The template argument text standing for the type of a lambda a launch passes: where it
-/// is (`lambda@3:20`, line and column), unique in its file (see `Tables::launch_lambdas`).
+/// is (`lambda@3:20`, line and column), unique in its file (see `Tables::launch_lambdas`,
+/// which leaves a text two files share unbound).
 pub(crate) fn lambda_marker(n: Node) -> String {
     let p = n.start_position();
     format!("lambda@{}:{}", p.row + 1, p.column + 1)
