@@ -539,6 +539,8 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
     // themselves), whether one was deduced, and the explicit ones.
     type Deduction = (Vec<String>, bool, Option<Vec<String>>);
     let mut deductions: HashMap<String, Vec<Deduction>> = HashMap::new();
+    // The names macro bodies use, made the first time `host_bindings` needs them.
+    let mut macro_words: Option<HashSet<String>> = None;
     // The other calls by the name they call (`f(…)`, `f<A>(…)`), for `host_bindings`.
     let mut calls_by_name: HashMap<String, Vec<(Node<'t>, FileId)>> = HashMap::new();
     for (c, cfile) in calls {
@@ -564,7 +566,14 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
         };
         // A launch inside a host function template: once per way its callers bind its type
         // parameters (`launch<RowLoad<float>>(…)`, or deduced from their arguments), else once.
-        let (hosts, lambdas) = host_bindings(call, file, &t, &calls_by_name, &class_names);
+        let (hosts, lambdas) = host_bindings(
+            call,
+            file,
+            &t,
+            &calls_by_name,
+            &class_names,
+            &mut macro_words,
+        );
         for (marker, at) in lambdas {
             note_launch_lambda(&mut t.launch_lambdas, marker, at);
         }
@@ -670,7 +679,8 @@ const MAX_HOST_BINDINGS: usize = 8;
 /// The ways the callers of the host function template around the launch `call` bind its type
 /// parameters to classes of the file or to lambdas (`launch<RowLoad<float>>(…)`, or
 /// `launch(load, …)` with `RowLoad<float> load` declared there): one map per calling site that
-/// binds one (parameter → argument text). A single empty map when the launch is not in a
+/// binds one (parameter → argument text). `macro_words`: the names macro bodies use, made on
+/// first need. A single empty map when the launch is not in a
 /// function template, or no caller binds anything: the launch as written, which is among the
 /// ways too when a caller's binding is not read (or a macro names the function: a call in its
 /// expansion is not in the tree). With the lambdas the callers pass (see
@@ -685,6 +695,7 @@ fn host_bindings<'t>(
     t: &Tables<'t>,
     calls: &HashMap<String, Vec<(Node<'t>, FileId)>>,
     classes: &HashSet<&str>,
+    macro_words: &mut Option<HashSet<String>>,
 ) -> HostBindings {
     let none = (vec![HashMap::new()], Vec::new());
     let mut f = match call.parent() {
@@ -729,12 +740,19 @@ fn host_bindings<'t>(
     // A caller whose binding is not read keeps the launch as written (its type parameters
     // unknown) among the ways.
     let as_written = HashMap::new();
-    let in_macro = t.macros.values().any(|m| {
-        crate::text::tokens(&m.body)
-            .into_iter()
-            .any(|(is_id, w)| is_id && w == name)
+    let macro_words = macro_words.get_or_insert_with(|| {
+        t.macros
+            .values()
+            .flat_map(|m| {
+                crate::text::tokens(&m.body)
+                    .into_iter()
+                    .filter(|(is_id, _)| *is_id)
+                    .map(|(_, w)| w.to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     });
-    if in_macro {
+    if macro_words.contains(&name) {
         out.push(as_written.clone());
     }
     for (c, cfile) in calls.get(&name).into_iter().flatten() {

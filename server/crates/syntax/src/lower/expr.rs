@@ -1080,6 +1080,10 @@ impl<'a, 't> Lowerer<'a, 't> {
         args: Option<Vec<String>>,
         use_node: Node,
     ) -> Option<Place> {
+        if self.expanding.len() > 32 {
+            // `expand_macro` says so.
+            return None;
+        }
         let span = self.span(use_node);
         let m = self.tab.macros.get(name)?;
         let fallback = m.fallback.clone();
@@ -1201,7 +1205,7 @@ impl<'a, 't> Lowerer<'a, 't> {
 }
 
 /// Whether an expression has the shape of an lvalue: a name, a subscript, a member, a
-/// dereference (possibly parenthesized or cast).
+/// dereference (possibly parenthesized).
 fn is_lvalue_shape(n: Node) -> bool {
     match n.kind() {
         "identifier" | "subscript_expression" | "field_expression" => true,
