@@ -656,9 +656,56 @@ pub(crate) fn collect<'t>(pre: &Preprocessed, trees: &'t [Tree]) -> Tables<'t> {
                 t.instantiations.entry(name.clone()).or_default().push(args);
             }
         }
+        // A launch in a macro's expansion is not in the tree: its types are not known, so the
+        // kernel is checked as written too.
+        if trusted && macro_names(&t, &mut macro_words).contains(&name) {
+            if let Some(args) = template_params_as_written(&t, &name) {
+                t.instantiations.entry(name.clone()).or_default().push(args);
+            }
+        }
     }
     t.member_uses = members::member_uses(&t.roots, &t.texts);
     t
+}
+
+/// The names macro bodies use, made on first need.
+fn macro_names<'m>(t: &Tables, words: &'m mut Option<HashSet<String>>) -> &'m HashSet<String> {
+    words.get_or_insert_with(|| {
+        t.macros
+            .values()
+            .flat_map(|m| {
+                crate::text::tokens(&m.body)
+                    .into_iter()
+                    .filter(|(is_id, _)| *is_id)
+                    .map(|(_, w)| w.to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    })
+}
+
+/// The template arguments of a kernel template left as its own parameters (`k<T, N>`: types
+/// unknown, values symbolic), when `name` is one kernel template.
+fn template_params_as_written(t: &Tables, name: &str) -> Option<Vec<String>> {
+    let [k] = t.funcs.get(name)?.as_slice() else {
+        return None;
+    };
+    let tp = k.template_params.filter(|_| k.is_kernel)?;
+    let text = &t.texts[k.file.0 as usize];
+    let mut c = tp.walk();
+    let args = tp
+        .named_children(&mut c)
+        .map(|p| {
+            crate::lower::cxx::type_params::type_param_name(p, text)
+                .or_else(|| {
+                    p.child_by_field_name("declarator")
+                        .and_then(declarator_name)
+                        .map(|n| node_text(n, text).to_string())
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    Some(args)
 }
 
 /// Records where the lambda `marker` names is; a second place for it makes it ambiguous.
@@ -740,19 +787,7 @@ fn host_bindings<'t>(
     // A caller whose binding is not read keeps the launch as written (its type parameters
     // unknown) among the ways.
     let as_written = HashMap::new();
-    let macro_words = macro_words.get_or_insert_with(|| {
-        t.macros
-            .values()
-            .flat_map(|m| {
-                crate::text::tokens(&m.body)
-                    .into_iter()
-                    .filter(|(is_id, _)| *is_id)
-                    .map(|(_, w)| w.to_string())
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    });
-    if macro_words.contains(&name) {
+    if macro_names(t, macro_words).contains(&name) {
         out.push(as_written.clone());
     }
     for (c, cfile) in calls.get(&name).into_iter().flatten() {
