@@ -258,8 +258,24 @@ pub fn param_roles(kernel: &Kernel) -> BTreeMap<ParamId, Role> {
             .get(p.0 as usize)
             .is_some_and(|p| p.value.is_none() && matches!(p.ty, ScalarType::Int { .. }))
     };
+    // A local assigned once from a parameter is that parameter (`int n = N;`, and every
+    // integer member of a by-value struct parameter, which the front end binds to a local
+    // `s.n` holding the member's own parameter).
+    let once = assigned_once(kernel);
+    let param_of = |e: &Expr| -> Option<ParamId> {
+        let mut e = strip_casts(e);
+        for _ in 0..8 {
+            match e {
+                Expr::Param(p) => return Some(*p),
+                Expr::Local(l) => e = strip_casts(once.get(l)?),
+                _ => return None,
+            }
+        }
+        None
+    };
     let mark = |e: &Expr, role: Role, roles: &mut BTreeMap<ParamId, Role>| {
-        if let Expr::Param(p) = strip_casts(e) {
+        if let Some(p) = param_of(e) {
+            let p = &p;
             if is_int_param(p) {
                 let r = roles.entry(*p).or_insert(role);
                 *r = (*r).max(role);
