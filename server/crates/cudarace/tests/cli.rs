@@ -309,6 +309,7 @@ fn data_files_exist() {
         "tree/a.cu",
         "tree/sub/b.cuh",
         "tree/notes.txt",
+        "slow_permuted_digits.cu",
     ] {
         assert!(data.join(f).is_file(), "missing {f}");
     }
@@ -491,7 +492,7 @@ fn an_abort_in_a_kernel_names_the_file_and_the_kernel() {
 
 /// `--file-timeout-ms`: the kernels of a file share one budget; past it a kernel gets a
 /// 100 ms slice, and one still undecided then is `unknown` (exit 1), with the reason, never
-/// race-free. The fixture's nonlinear query takes seconds (2 s in a release build here).
+/// race-free. The file's nonlinear query takes seconds (more than 2 s in a release build here).
 #[test]
 fn file_timeout_leaves_undecided_kernels_unknown() {
     let out = run(&[
@@ -500,7 +501,7 @@ fn file_timeout_leaves_undecided_kernels_unknown() {
         "json",
         "--file-timeout-ms",
         "1",
-        "../../../tests/fixtures/witnesses/leading_dimension_of_remainder_column_is_conditional.cu",
+        "tests/data/slow_permuted_digits.cu",
     ]);
     assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
     let v = json(&out);

@@ -49,12 +49,36 @@ pub(crate) fn linear_unsat(query: &Query, limits: &Limits) -> bool {
     })
 }
 
+/// Whether the linear abstraction of a nonlinear query's assertions *with its plausibility
+/// assumptions* is unsatisfiable: then no witness satisfies every assumption (sizes of at least
+/// 1, indices in bounds), and a race, if any, is conditional. The checks then look for any
+/// witness at once instead of first spending their budget on a plausible one, which nonlinear
+/// search rarely proves absent in time (`x / w` and `x % w` of a mixed-radix index whose digits
+/// are in range only when `w >= 1`).
+pub(crate) fn linear_unsat_assuming(query: &Query, limits: &Limits) -> bool {
+    if query.assumptions.is_empty() || !crate::term::nonlinear(&query.assertions) {
+        return false;
+    }
+    abstraction_unsat_with(query, limits, &fixed_values(query), &query.assumptions)
+}
+
 /// Whether the linear abstraction of the query with `values` substituted is unsatisfiable.
 fn abstraction_unsat(query: &Query, limits: &Limits, values: &[(String, i64)]) -> bool {
+    abstraction_unsat_with(query, limits, values, &[])
+}
+
+/// [`abstraction_unsat`] with `extra` formulas asserted too.
+fn abstraction_unsat_with(
+    query: &Query,
+    limits: &Limits,
+    values: &[(String, i64)],
+    extra: &[Term],
+) -> bool {
     let enc = Encoder::linear_with_values(&query.vars, values);
     let Ok(formulas) = query
         .assertions
         .iter()
+        .chain(extra)
         .map(|t| enc.bool(t))
         .collect::<Result<Vec<_>, _>>()
     else {

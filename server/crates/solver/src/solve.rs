@@ -216,11 +216,15 @@ fn solve_inner(
     // constraints, the assumptions alone. An unsat query costs two checks, as without
     // assumptions. Every check uses a fresh solver object, never push/pop, so that no state
     // leaks between checks or queries.
+    // No witness satisfies the assumptions (decided in linear arithmetic): the probes, which
+    // look for one, are skipped, and so are the checks for one (see `solve_levels`).
+    let implausible = crate::linear::linear_unsat_assuming(query, limits);
     let answer = match by_cases(query, limits, cancelled, timer, &enc) {
         Some(decided) => {
             timer.disarm();
             Ok(decided)
         }
+        None if implausible => Err(probe_implausible(query, limits, cancelled, timer, &enc)),
         None => probe(query, limits, cancelled, timer, &enc),
     };
     let answer = match answer {
@@ -237,6 +241,7 @@ fn solve_inner(
                 &assumptions,
                 &preferred,
                 fallback.as_ref().map(|(s, _)| s),
+                implausible,
             ) {
                 Answer::Unknown(reason) => {
                     timer.disarm();
@@ -377,16 +382,7 @@ fn probe(
         if cancelled() || timer.fired() {
             return Err(fallback);
         }
-        let values: Vec<(String, i64)> = set
-            .iter()
-            .filter_map(|t| match t {
-                Term::Eq(x, c) => match (&**x, &**c) {
-                    (Term::Var(n), Term::Int(k)) => Some((n.to_string(), *k)),
-                    _ => None,
-                },
-                _ => None,
-            })
-            .collect();
+        let values = probe_values(set);
         let breaks = query.fallback_assumptions.iter().any(|i| {
             query
                 .assumptions
@@ -397,52 +393,156 @@ fn probe(
             continue;
         }
         let assumptions: &[Term] = if breaks { &[] } else { &query.assumptions };
-        let fixed = Encoder::with_values(&query.vars, &values);
-        let mut formulas = Vec::new();
-        for t in query
-            .assertions
-            .iter()
-            .chain(assumptions)
-            .chain(&query.preferred)
-        {
-            // A formula that does not encode makes the probe pointless (the normal checks say
-            // why); an assumption or preference that does not is dropped there too.
-            match fixed.bool(t) {
-                Ok(f) => formulas.push(f),
-                Err(_) => return Err(fallback),
-            }
-        }
-        let mut equalities = Vec::new();
-        for t in set {
-            match enc.bool(t) {
-                Ok(e) => equalities.push(e),
-                Err(_) => return Err(fallback),
-            }
-        }
-        let solver = Engine::Fast.solver();
-        set_rlimit(&solver, (limits.rlimit / PROBE_SHARE).min(FAST_RLIMIT_CAP));
-        for a in fixed
-            .take_definitions()
-            .iter()
-            .chain(&formulas)
-            .chain(&equalities)
-        {
-            solver.assert(a);
-        }
-        let started = Instant::now();
-        let result = solver.check();
-        dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result, "probe");
-        if result == SatResult::Sat {
-            let answer = sat_answer(&solver, enc, query);
-            if breaks {
-                fallback = Some((solver, answer));
-            } else {
-                timer.disarm();
-                return Ok(answer);
+        match probe_once(query, limits, enc, set, &values, assumptions) {
+            Err(()) => return Err(fallback),
+            Ok(None) => {}
+            Ok(Some(solver)) => {
+                let answer = sat_answer(&solver, enc, query);
+                if breaks {
+                    fallback = Some((solver, answer));
+                } else {
+                    timer.disarm();
+                    return Ok(answer);
+                }
             }
         }
     }
     Err(fallback)
+}
+
+/// The `name == value` equalities of a probe set as pairs.
+fn probe_values(set: &[Term]) -> Vec<(String, i64)> {
+    set.iter()
+        .filter_map(|t| match t {
+            Term::Eq(x, c) => match (&**x, &**c) {
+                (Term::Var(n), Term::Int(k)) => Some((n.to_string(), *k)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// One probe: the query with `values` substituted (and `set`'s equalities asserted, for the
+/// model), `assumptions` and the preferred constraints, on a small budget. `Ok(Some)`: the
+/// solver holding a model; `Ok(None)`: unsat or undecided; `Err`: a formula that does not
+/// encode (probing is pointless, the normal checks say why).
+fn probe_once(
+    query: &Query,
+    limits: &Limits,
+    enc: &Encoder,
+    set: &[Term],
+    values: &[(String, i64)],
+    assumptions: &[Term],
+) -> Result<Option<Solver>, ()> {
+    let fixed = Encoder::with_values(&query.vars, values);
+    let mut formulas = Vec::new();
+    for t in query
+        .assertions
+        .iter()
+        .chain(assumptions)
+        .chain(&query.preferred)
+    {
+        formulas.push(fixed.bool(t).map_err(|_| ())?);
+    }
+    let mut equalities = Vec::new();
+    for t in set {
+        equalities.push(enc.bool(t).map_err(|_| ())?);
+    }
+    let solver = Engine::Fast.solver();
+    set_rlimit(&solver, (limits.rlimit / PROBE_SHARE).min(FAST_RLIMIT_CAP));
+    for a in fixed
+        .take_definitions()
+        .iter()
+        .chain(&formulas)
+        .chain(&equalities)
+    {
+        solver.assert(a);
+    }
+    let started = Instant::now();
+    let result = solver.check();
+    dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result, "probe");
+    Ok((result == SatResult::Sat).then_some(solver))
+}
+
+/// How many of the probe sets [`probe_implausible`] varies.
+const IMPLAUSIBLE_PROBE_SETS: usize = 2;
+/// At most this many checks of [`probe_implausible`] per query.
+const MAX_IMPLAUSIBLE_PROBES: usize = 16;
+
+/// For a query that no witness satisfying the assumptions has (see
+/// [`crate::linear::linear_unsat_assuming`]): a witness, if any, breaks one. The probe sets
+/// whose values break an assumption by themselves (every size 2 against a padded layout's
+/// `w + pad <= outw`), then the first sets with one probed parameter negated at a time (`w ==
+/// -2`, every other size 2: `x / w` and `x % w` with `w < 0` take the dividend's sign and the
+/// digits leave their range), each first with the assumptions those values do not break (for
+/// a witness that breaks no more than it must), then with none. With every divisor a constant
+/// the query is linear, where Z3 finds in milliseconds the model that nonlinear search with a
+/// negative divisor misses for seconds. The first model found is returned like a probe's
+/// fallback witness; the caller names the assumptions it breaks.
+fn probe_implausible(
+    query: &Query,
+    limits: &Limits,
+    cancelled: &dyn Fn() -> bool,
+    timer: &Timer<'_>,
+    enc: &Encoder,
+) -> Option<(Solver, Answer)> {
+    let regular: Vec<Vec<(String, i64)>> = query.probes.iter().map(|s| probe_values(s)).collect();
+    let mut negated_sets = Vec::new();
+    for values in regular.iter().take(IMPLAUSIBLE_PROBE_SETS) {
+        for i in 0..values.len() {
+            if values[i].1 > 0 {
+                let mut negated = values.clone();
+                negated[i].1 = -negated[i].1;
+                negated_sets.push(negated);
+            }
+        }
+    }
+    // Each set with the assumptions its values do not break by themselves (a set that breaks
+    // none leaves every assumption, known unsatisfiable), then with none; the sets that break
+    // the fewest first, the probe values before the negated ones: the witness then breaks
+    // no more assumptions than it must, and its condition names only those.
+    let mut candidates: Vec<(usize, Vec<(String, i64)>, Vec<Term>)> = regular
+        .into_iter()
+        .chain(negated_sets)
+        .filter_map(|values| {
+            let kept: Vec<Term> = query
+                .assumptions
+                .iter()
+                .filter(|a| closed_bool(a, &values, 0) != Some(false))
+                .cloned()
+                .collect();
+            let broken = query.assumptions.len() - kept.len();
+            (broken > 0).then_some((broken, values, kept))
+        })
+        .collect();
+    candidates.sort_by_key(|(broken, _, _)| *broken);
+    let mut checks = 0;
+    for with_kept in [true, false] {
+        for (_, values, kept) in &candidates {
+            if !with_kept && kept.is_empty() {
+                continue;
+            }
+            if checks >= MAX_IMPLAUSIBLE_PROBES || cancelled() || timer.fired() {
+                return None;
+            }
+            checks += 1;
+            let set: Vec<Term> = values
+                .iter()
+                .map(|(n, k)| Term::eq(Term::var(n.as_str()), Term::Int(*k)))
+                .collect();
+            let assumptions: &[Term] = if with_kept { kept } else { &[] };
+            match probe_once(query, limits, enc, &set, values, assumptions) {
+                Err(()) => return None,
+                Ok(None) => {}
+                Ok(Some(solver)) => {
+                    let answer = sat_answer(&solver, enc, query);
+                    return Some((solver, answer));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The value of `t` when it names only variables of `values` (`None` otherwise, or when it is
@@ -639,17 +739,19 @@ fn solve_levels(
     assumptions: &[Bool],
     preferred: &[Bool],
     known: Option<&Solver>,
+    implausible: bool,
 ) -> Answer {
     let budget = Duration::from_millis(limits.timeout_ms.max(1));
-    let mut both_inconsistent = preferred.is_empty() && assumptions.is_empty();
-    let mut assumptions_inconsistent = assumptions.is_empty();
+    let mut both_inconsistent = implausible || (preferred.is_empty() && assumptions.is_empty());
+    let mut assumptions_inconsistent = implausible || assumptions.is_empty();
     let mut last_reason = String::new();
     // Only a linear query's fast checks are cut (see `FAST_TIME_SHARE`).
     let linear = !crate::term::nonlinear(&query.assertions);
     for engine in [Engine::Fast, Engine::Full] {
         // A probe has found a witness (breaking an assumption): the query is nonlinear, and
         // only whether a plausible witness exists is left, for the full engine.
-        if known.is_some() && matches!(engine, Engine::Fast) {
+        // (Unless no plausible witness exists: the fast engine then only names the condition.)
+        if known.is_some() && matches!(engine, Engine::Fast) && !implausible {
             continue;
         }
         let extra_share = match engine {
@@ -782,7 +884,10 @@ fn solve_levels(
         // This only makes the condition's words shorter: it gets a share of the budget.
         let refine_until = Instant::now() + budget / CONDITION_TIME_SHARE;
         let mut best = plain_answer;
-        for a in broken {
+        // With one assumption broken, keeping it too is the query with every assumption,
+        // already known unsatisfiable.
+        let single = broken.len() == 1 && assumptions_inconsistent;
+        for a in broken.into_iter().filter(|_| !single) {
             if Instant::now() >= refine_until {
                 break;
             }
