@@ -275,6 +275,28 @@ mod tests {
     }
 
     #[test]
+    fn a_witness_that_needs_a_size_below_one_is_seen_implausible() {
+        // Two threads of one block, each on its own cell `t * w`: they meet only with `w == 0`
+        // (or, out of range, negative), which the assumption `w >= 1` rules out.
+        let mut a = Vec::new();
+        a.extend(range(v("t1"), 0, 1024));
+        a.extend(range(v("t2"), 0, 1024));
+        a.push(Term::ne(v("t1"), v("t2")));
+        a.push(Term::eq(
+            mul(vec![v("t1"), v("w")]),
+            mul(vec![v("t2"), v("w")]),
+        ));
+        let mut q = query(a);
+        assert!(!linear_unsat(&q, &Limits::default()));
+        assert!(
+            !linear_unsat_assuming(&q, &Limits::default()),
+            "no assumptions yet"
+        );
+        q.assumptions.push(Term::le(int(1), v("w")));
+        assert!(linear_unsat_assuming(&q, &Limits::default()));
+    }
+
+    #[test]
     fn linear_queries_are_not_asked_twice() {
         let q = query(vec![Term::lt(v("x"), int(0)), Term::lt(int(0), v("x"))]);
         assert!(!linear_unsat(&q, &Limits::default()));

@@ -216,16 +216,28 @@ fn solve_inner(
     // constraints, the assumptions alone. An unsat query costs two checks, as without
     // assumptions. Every check uses a fresh solver object, never push/pop, so that no state
     // leaks between checks or queries.
-    // No witness satisfies the assumptions (decided in linear arithmetic): the probes, which
-    // look for one, are skipped, and so are the checks for one (see `solve_levels`).
-    let implausible = crate::linear::linear_unsat_assuming(query, limits);
+    // The first probe (every probed size 2) finds most plausible witnesses. When it does not,
+    // whether any plausible witness exists is asked in linear arithmetic: when none does, the
+    // other probes, which look for one, are skipped, and so are the checks for one (see
+    // `solve_levels`); the search is for a witness that breaks an assumption instead.
+    let mut implausible = false;
     let answer = match by_cases(query, limits, cancelled, timer, &enc) {
         Some(decided) => {
             timer.disarm();
             Ok(decided)
         }
-        None if implausible => Err(probe_implausible(query, limits, cancelled, timer, &enc)),
-        None => probe(query, limits, cancelled, timer, &enc),
+        None => match probe(query, limits, cancelled, timer, &enc, 0..1, None) {
+            Ok(found) => Ok(found),
+            Err(fallback) => {
+                implausible = crate::linear::linear_unsat_assuming(query, limits);
+                if implausible {
+                    Err(fallback
+                        .or_else(|| probe_implausible(query, limits, cancelled, timer, &enc)))
+                } else {
+                    probe(query, limits, cancelled, timer, &enc, 1.., fallback)
+                }
+            }
+        },
     };
     let answer = match answer {
         Ok(found) => found,
@@ -358,7 +370,7 @@ fn by_cases(
     Some(Answer::Unsat)
 }
 
-/// The query's [`Query::probes`], each with the assumptions and the preferred constraints (a
+/// The query's [`Query::probes`] (those of `sets`), each with the assumptions and the preferred constraints (a
 /// small witness), on a small budget: the first model found, if any (it satisfies the query and
 /// every assumption). The probed values are substituted while the formulas are built, so that
 /// a division by a probed variable is one by a constant, which the solver handles linearly; the
@@ -369,16 +381,18 @@ fn by_cases(
 /// first such model is returned as the fallback witness (`Err`), for when the checks do not
 /// decide in time whether a plausible one exists (the layout of a mixed-radix index with
 /// symbolic radices is hard to prove injective); the caller then reports the assumptions it
-/// breaks. The timer stays armed for it.
+/// breaks. The timer stays armed for it. `fallback`: one an earlier call found.
 fn probe(
     query: &Query,
     limits: &Limits,
     cancelled: &dyn Fn() -> bool,
     timer: &Timer<'_>,
     enc: &Encoder,
+    sets: impl std::slice::SliceIndex<[Vec<Term>], Output = [Vec<Term>]>,
+    mut fallback: Option<(Solver, Answer)>,
 ) -> Result<Answer, Option<(Solver, Answer)>> {
-    let mut fallback = None;
-    for set in &query.probes {
+    let sets = query.probes.get(sets).unwrap_or(&[]);
+    for set in sets {
         if cancelled() || timer.fired() {
             return Err(fallback);
         }
@@ -465,6 +479,10 @@ fn probe_once(
     Ok((result == SatResult::Sat).then_some(solver))
 }
 
+/// A probe of [`probe_implausible`]: how many assumptions its values break by themselves, the
+/// values, and the assumptions they do not break.
+type ImplausibleProbe = (usize, Vec<(String, i64)>, Vec<Term>);
+
 /// How many of the probe sets [`probe_implausible`] varies.
 const IMPLAUSIBLE_PROBE_SETS: usize = 2;
 /// At most this many checks of [`probe_implausible`] per query.
@@ -502,7 +520,7 @@ fn probe_implausible(
     // none leaves every assumption, known unsatisfiable), then with none; the sets that break
     // the fewest first, the probe values before the negated ones: the witness then breaks
     // no more assumptions than it must, and its condition names only those.
-    let mut candidates: Vec<(usize, Vec<(String, i64)>, Vec<Term>)> = regular
+    let mut candidates: Vec<ImplausibleProbe> = regular
         .into_iter()
         .chain(negated_sets)
         .filter_map(|values| {
