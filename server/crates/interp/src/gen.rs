@@ -822,10 +822,23 @@ impl Gen {
                     bs.to_string()
                 };
                 let v = self.value();
-                self.line(
-                    indent,
-                    &format!("for (int {var} = gid; {var} < n; {var} += {stride}) {{"),
-                );
+                if self.rng.chance(40) {
+                    // Two counters stepping together: a chunk count next to the index (the
+                    // index is the count's linear function, `gid + c * stride`).
+                    let count = self.fresh("c");
+                    let chunks = self.rng.range(1, 4);
+                    self.line(
+                        indent,
+                        &format!(
+                            "for (int {count} = 0, {var} = gid; {count} < {chunks} && {var} < n; {count}++, {var} += {stride}) {{"
+                        ),
+                    );
+                } else {
+                    self.line(
+                        indent,
+                        &format!("for (int {var} = gid; {var} < n; {var} += {stride}) {{"),
+                    );
+                }
                 self.line(indent + 1, &format!("g[{var}] = {v};"));
                 self.line(indent, "}");
             }

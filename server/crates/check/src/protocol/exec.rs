@@ -11,7 +11,7 @@ use cudarace_ir::{
     LoopKind, MemSpace, ScalarType, Span, Stmt, UnOp,
 };
 use cudarace_solver::{BitOp, Sort, Term};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 /// Values larger than this many term nodes are not tracked (see `Exec::set_local`).
@@ -1540,6 +1540,66 @@ impl<'k> Exec<'k> {
         }
     }
 
+    /// The heads of a loop that move by a loop-invariant, non-zero step per iteration alongside
+    /// a pivot that moves by 1 (or -1): `for (int lx = 0, col = c0; lx < n && col < w; lx++,
+    /// col += blockDim.y)`. Each is then `init + (pivot - pivot_init) * ±1 * step` at every
+    /// head, exactly (both change once per iteration, nowhere else), and is given that value
+    /// instead of a head of its own: as an independent head, only linked to the pivot by an
+    /// equality, Z3 rarely proved the digits of `col` distinct and the kernel ended unknown.
+    /// Only `int`-like signed locals (an unsigned one wraps, which the value would not say),
+    /// and not when a `continue` may skip a body assignment. Returns the new ones.
+    #[allow(clippy::too_many_arguments)]
+    fn derived_inductions(
+        &self,
+        lp: &Loop,
+        continues: bool,
+        heads: &[(LocalId, Term)],
+        init: &HashMap<LocalId, Term>,
+        end: &HashMap<LocalId, Term>,
+        id_start: u32,
+        known: &BTreeMap<LocalId, DerivedHead>,
+    ) -> BTreeMap<LocalId, DerivedHead> {
+        let mut body_assigned = BTreeSet::new();
+        if continues {
+            cudarace_ir::assigned_locals(&lp.body, &mut body_assigned);
+        }
+        let head_names: Vec<&str> = heads.iter().filter_map(|(_, h)| h_name(h)).collect();
+        let invariant = |t: &Term| {
+            !mentions(t, &|v| {
+                head_names.contains(&v)
+                    || super::fresh_id(v).is_some_and(|id| id >= id_start && id <= self.counter)
+            })
+        };
+        // (local, step) of every additive head with an invariant step.
+        let additive: Vec<(LocalId, Term)> = heads
+            .iter()
+            .filter(|(l, _)| !body_assigned.contains(l))
+            .filter_map(|(l, h)| {
+                let step = additive_step(h, end.get(l)?)?;
+                (invariant(&step) && invariant(init.get(l)?) && as_int(&step) != Some(0))
+                    .then_some((*l, step))
+            })
+            .collect();
+        let Some((pivot, sign)) = additive.iter().find_map(|(l, s)| match as_int(s) {
+            Some(c @ (1 | -1)) => Some((*l, c)),
+            _ => None,
+        }) else {
+            return BTreeMap::new();
+        };
+        if known.values().any(|d| d.pivot != pivot) {
+            return BTreeMap::new();
+        }
+        additive
+            .into_iter()
+            .filter(|(l, _)| *l != pivot && !known.contains_key(l))
+            .filter(|(l, _)| {
+                let (_, sort, lo, _) = self.local_info(*l);
+                sort == Sort::Int && lo.is_some_and(|lo| lo < 0)
+            })
+            .map(|(l, step)| (l, DerivedHead { pivot, sign, step }))
+            .collect()
+    }
+
     /// Locals counted up from a non-negative start by a non-negative, loop-invariant step (`i =
     /// tid; …; i += blockDim.x`, or a local copy of it) and assigned nowhere else in the loop: never negative at the loop head. Known
     /// before the body runs, so that unsigned arithmetic on them needs no wraparound case.
@@ -1612,6 +1672,11 @@ impl<'k> Exec<'k> {
             init.insert(l, v);
         }
         let mut pow2_locals: HashSet<LocalId> = HashSet::new();
+        // Heads moved by a constant step per iteration alongside a unit-step pivot (`for (lx =
+        // 0, col = c0; …; lx++, col += blockDim.y)`): on the next run of the body each is its
+        // value in terms of the pivot's head (`col == c0 + lx * blockDim.y`), not a head of its
+        // own (see `derived_inductions`).
+        let mut derived: BTreeMap<LocalId, DerivedHead> = BTreeMap::new();
         let non_negative_heads = self.non_negative_inductions(lp, &assigned, &init);
         let mut uniform: HashSet<LocalId> = assigned
             .iter()
@@ -1650,7 +1715,7 @@ impl<'k> Exec<'k> {
             let id_start = self.counter + 1;
             let mut heads: Vec<(LocalId, Term)> = Vec::new();
             self.env = env0.clone();
-            for &l in &assigned {
+            for &l in assigned.iter().filter(|l| !derived.contains_key(l)) {
                 let (name, sort, lo, hi) = self.local_info(l);
                 let prefix = if uniform.contains(&l) { "%" } else { "$" };
                 let lo = match (lo, non_negative_heads.contains(&l)) {
@@ -1674,6 +1739,16 @@ impl<'k> Exec<'k> {
                 }
                 heads.push((l, h.clone()));
                 self.set_local(l, h);
+            }
+            for (l, d) in &derived {
+                let pivot = heads
+                    .iter()
+                    .find(|(p, _)| *p == d.pivot)
+                    .map(|(_, h)| h.clone());
+                if let Some(pivot) = pivot {
+                    let taken = mul(sub(pivot, init[&d.pivot].clone()), int(d.sign));
+                    self.set_local(*l, add(init[l].clone(), mul(taken, d.step.clone())));
+                }
             }
             self.loop_depth += 1;
             let mut nodes = Vec::new();
@@ -1710,7 +1785,7 @@ impl<'k> Exec<'k> {
                 self.nonuniform_ctl -= 1;
             }
             self.loop_depth -= 1;
-            let end: HashMap<LocalId, Term> = heads
+            let mut end: HashMap<LocalId, Term> = heads
                 .iter()
                 .map(|(l, h)| {
                     (
@@ -1723,7 +1798,18 @@ impl<'k> Exec<'k> {
                     )
                 })
                 .collect();
+            for l in derived.keys() {
+                if let Some(v) = self.env.get(l.0 as usize).cloned().flatten() {
+                    end.insert(*l, v);
+                }
+            }
             let mut changed = false;
+            let found =
+                self.derived_inductions(lp, continues, &heads, &init, &end, id_start, &derived);
+            if !found.is_empty() {
+                derived.extend(found);
+                continue;
+            }
             // Doubling from a power of two, or halving one (under a `> 0` test), stays a power
             // of two: then `t ^ j` has an exact linear-modulo form (see `binary`). Re-run the
             // body once with that knowledge.
@@ -1737,7 +1823,8 @@ impl<'k> Exec<'k> {
             }
             for &l in &assigned {
                 if uniform.contains(&l)
-                    && (thread_varying(&end[&l]) || self.assigned_nonuniform.contains(&l))
+                    && (end.get(&l).is_some_and(thread_varying)
+                        || self.assigned_nonuniform.contains(&l))
                 {
                     uniform.remove(&l);
                     changed = true;
@@ -1992,6 +2079,15 @@ impl<'k> Exec<'k> {
 /// - a pivot stepping by ±1: `h - h0 == (p - p0) * ±1 * step` (the only nonlinear form).
 ///
 /// A step that mentions a head changes between iterations: no relation is drawn from it.
+/// A loop head given by the loop's pivot head (see `Exec::derived_inductions`): its value at
+/// every head is its first value plus `(pivot - pivot's first value) * sign * step`.
+#[derive(Debug, Clone)]
+struct DerivedHead {
+    pivot: LocalId,
+    sign: i64,
+    step: Term,
+}
+
 fn link_inductions(additive: &[(Term, Term, Term)]) -> Vec<Term> {
     let heads: Vec<&str> = additive.iter().filter_map(|(h, ..)| h_name(h)).collect();
     let invariant = |t: &Term| !heads.iter().any(|h| mentions_var(t, h));
