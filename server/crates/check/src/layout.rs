@@ -823,6 +823,14 @@ fn index_assumptions(
         let digit = &digits[i];
         if digit.has_vars() {
             digit_assumptions(cx, digit, &Poly::mono(k, m), known, out);
+        } else if !digit.0.is_empty() {
+            // A field at a fixed offset of a record (`out[b * box_size + 4]`): the record
+            // holds it, `4 <= box_size - 1`, as the layout of every record a host passes does.
+            let modulus = Poly::mono(k, m);
+            if let Some(d) = modulus.sub(digit).and_then(|d| d.add(&Poly::constant(-1))) {
+                push(nonneg(d, false), known, out);
+            }
+            push(nonneg(digit.clone(), true), known, out);
         }
     }
     true

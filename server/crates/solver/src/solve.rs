@@ -220,17 +220,21 @@ fn solve_inner(
     // whether any plausible witness exists is asked in linear arithmetic: when none does, the
     // other probes, which look for one, are skipped, and so are the checks for one (see
     // `solve_levels`); the search is for a witness that breaks an assumption instead.
-    let mut implausible = false;
+    // A query without probes asks it only when its first check for a plausible witness is
+    // undecided (see `solve_levels`): most find one at once.
+    let mut implausible = None;
     let answer = match by_cases(query, limits, cancelled, timer, &enc) {
         Some(decided) => {
             timer.disarm();
             Ok(decided)
         }
+        None if query.probes.is_empty() => Err(None),
         None => match probe(query, limits, cancelled, timer, &enc, 0..1, None) {
             Ok(found) => Ok(found),
             Err(fallback) => {
-                implausible = crate::linear::linear_unsat_assuming(query, limits);
-                if implausible {
+                let none_plausible = crate::linear::linear_unsat_assuming(query, limits);
+                implausible = Some(none_plausible);
+                if none_plausible {
                     Err(fallback
                         .or_else(|| probe_implausible(query, limits, cancelled, timer, &enc)))
                 } else {
@@ -757,11 +761,14 @@ fn solve_levels(
     assumptions: &[Bool],
     preferred: &[Bool],
     known: Option<&Solver>,
-    implausible: bool,
+    implausible: Option<bool>,
 ) -> Answer {
     let budget = Duration::from_millis(limits.timeout_ms.max(1));
-    let mut both_inconsistent = implausible || (preferred.is_empty() && assumptions.is_empty());
-    let mut assumptions_inconsistent = implausible || assumptions.is_empty();
+    let mut implausible = implausible;
+    let known_implausible = implausible == Some(true);
+    let mut both_inconsistent =
+        known_implausible || (preferred.is_empty() && assumptions.is_empty());
+    let mut assumptions_inconsistent = known_implausible || assumptions.is_empty();
     let mut last_reason = String::new();
     // Only a linear query's fast checks are cut (see `FAST_TIME_SHARE`).
     let linear = !crate::term::nonlinear(&query.assertions);
@@ -769,7 +776,7 @@ fn solve_levels(
         // A probe has found a witness (breaking an assumption): the query is nonlinear, and
         // only whether a plausible witness exists is left, for the full engine.
         // (Unless no plausible witness exists: the fast engine then only names the condition.)
-        if known.is_some() && matches!(engine, Engine::Fast) && !implausible {
+        if known.is_some() && matches!(engine, Engine::Fast) && !known_implausible {
             continue;
         }
         let extra_share = match engine {
@@ -853,9 +860,17 @@ fn solve_levels(
                 }
                 Ok(CheckResult::Unknown(r)) => {
                     last_reason = r;
-                    // The fast engine gave up: dropping constraints will not help it, so the
-                    // budget goes to the full engine.
-                    if matches!(engine, Engine::Fast) {
+                    // Undecided: when linear arithmetic shows that no plausible witness
+                    // exists, only any witness is left to look for.
+                    if implausible.is_none() {
+                        implausible = Some(crate::linear::linear_unsat_assuming(query, limits));
+                    }
+                    if implausible == Some(true) {
+                        both_inconsistent = true;
+                        assumptions_inconsistent = true;
+                    } else if matches!(engine, Engine::Fast) {
+                        // The fast engine gave up: dropping constraints will not help it, so
+                        // the budget goes to the full engine.
                         continue;
                     }
                 }
