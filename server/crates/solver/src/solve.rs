@@ -6,6 +6,7 @@
 //! -p cudarace-solver --test calibrate -- --ignored --nocapture`). So 10M ≈ 2 s there; rlimit
 //! units per second vary per query, which is why the timer below bounds wall-clock time too.
 
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Mutex;
@@ -159,10 +160,23 @@ fn solve_inner(
 ) -> Answer {
     let start = Instant::now();
     let budget = Duration::from_millis(limits.timeout_ms.max(1));
+    // (The resource limit is part of the question: a step that ran out of it may find more
+    // under a larger one.)
+    let key = query
+        .key()
+        .wrapping_add(limits.rlimit.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let done = Progress::of(key);
+    // What a step found is kept only when the clock did not stop it.
+    let complete = || !timer.fired() && !cancelled();
     // Before the query itself is encoded: most pairs it decides need nothing else.
-    if crate::linear::linear_unsat(query, limits) {
-        timer.disarm();
-        return Answer::Unsat;
+    if !done.linear_sat {
+        if crate::linear::linear_unsat(query, limits) {
+            timer.disarm();
+            return Answer::Unsat;
+        }
+        if complete() {
+            Progress::record(key, |p| p.linear_sat = true);
+        }
     }
     let enc = Encoder::new(&query.vars);
     let mut assertions: Vec<Bool> = match query.assertions.iter().map(|t| enc.bool(t)).collect() {
@@ -222,26 +236,57 @@ fn solve_inner(
     // `solve_levels`); the search is for a witness that breaks an assumption instead.
     // A query without probes asks it only when its first check for a plausible witness is
     // undecided (see `solve_levels`): most find one at once.
-    let mut implausible = None;
-    let answer = match by_cases(query, limits, cancelled, timer, &enc) {
+    // A query asked again (the second pass over a file, after the first pass's short limit
+    // stopped it) skips the steps that found nothing the first time.
+    let mut implausible = done.implausible;
+    let cases = if done.cases_failed {
+        None
+    } else {
+        let decided = by_cases(query, limits, cancelled, timer, &enc);
+        if decided.is_none() && complete() {
+            Progress::record(key, |p| p.cases_failed = true);
+        }
+        decided
+    };
+    let answer = match cases {
         Some(decided) => {
             timer.disarm();
             Ok(decided)
         }
-        None if query.probes.is_empty() => Err(None),
-        None => match probe(query, limits, cancelled, timer, &enc, 0..1, None) {
-            Ok(found) => Ok(found),
-            Err(fallback) => {
-                let none_plausible = crate::linear::linear_unsat_assuming(query, limits);
-                implausible = Some(none_plausible);
-                if none_plausible {
-                    Err(fallback
-                        .or_else(|| probe_implausible(query, limits, cancelled, timer, &enc)))
-                } else {
-                    probe(query, limits, cancelled, timer, &enc, 1.., fallback)
+        None if query.probes.is_empty() || done.probes_failed => Err(None),
+        None => {
+            // The leading probes that found nothing the first time are not run again.
+            let from = done.probes_done;
+            let first = if from == 0 {
+                probe(query, limits, cancelled, timer, &enc, (key, 0..1), None)
+            } else {
+                Err(None)
+            };
+            let probed = match first {
+                Ok(found) => Ok(found),
+                Err(fallback) => {
+                    let none_plausible = match implausible {
+                        Some(known) => known,
+                        None => crate::linear::linear_unsat_assuming(query, limits),
+                    };
+                    implausible = Some(none_plausible);
+                    if complete() {
+                        Progress::record(key, |p| p.implausible = Some(none_plausible));
+                    }
+                    if none_plausible {
+                        Err(fallback
+                            .or_else(|| probe_implausible(query, limits, cancelled, timer, &enc)))
+                    } else {
+                        let rest = from.max(1)..query.probes.len();
+                        probe(query, limits, cancelled, timer, &enc, (key, rest), fallback)
+                    }
                 }
+            };
+            if matches!(probed, Err(None)) && complete() {
+                Progress::record(key, |p| p.probes_failed = true);
             }
-        },
+            probed
+        }
     };
     let answer = match answer {
         Ok(found) => found,
@@ -292,6 +337,50 @@ fn solve_inner(
         }
     }
     answer
+}
+
+/// What the steps of [`solve_inner`] found for a query when they found nothing decisive, kept
+/// by [`Query::key`] so that the same query asked again (a file's second pass, after the first
+/// pass's short limit stopped it) does not repeat them: on the corpus a query that times out
+/// spent its first 250 ms again on the same linear checks, cases and probes. Each step is
+/// deterministic under its resource limit (`rlimit`), so a step the clock did not stop finds
+/// the same the second time.
+#[derive(Debug, Clone, Copy, Default)]
+struct Progress {
+    /// The linear abstraction is not unsatisfiable.
+    linear_sat: bool,
+    /// The cases decided nothing.
+    cases_failed: bool,
+    /// The probes (and, with no plausible witness, the implausible probes) found no witness.
+    probes_failed: bool,
+    /// Whether linear arithmetic shows that no plausible witness exists.
+    implausible: Option<bool>,
+    /// How many of the first probes found nothing (and broke no assumption by their values).
+    probes_done: usize,
+}
+
+/// At most this many queries' [`Progress`] are kept (then the table starts over).
+const MAX_PROGRESS: usize = 4096;
+
+static PROGRESS: std::sync::Mutex<Option<HashMap<u64, Progress>>> = std::sync::Mutex::new(None);
+
+impl Progress {
+    fn of(key: u64) -> Progress {
+        let table = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
+        table
+            .as_ref()
+            .and_then(|t| t.get(&key).copied())
+            .unwrap_or_default()
+    }
+
+    fn record(key: u64, update: impl FnOnce(&mut Progress)) {
+        let mut table = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
+        let t = table.get_or_insert_with(HashMap::new);
+        if t.len() >= MAX_PROGRESS && !t.contains_key(&key) {
+            t.clear();
+        }
+        update(t.entry(key).or_default());
+    }
 }
 
 /// Share of `rlimit` for each probe (fast engine, also capped by [`FAST_RLIMIT_CAP`]).
@@ -374,7 +463,7 @@ fn by_cases(
     Some(Answer::Unsat)
 }
 
-/// The query's [`Query::probes`] (those of `sets`), each with the assumptions and the preferred constraints (a
+/// The query's [`Query::probes`] (those of `sets`; `key`: the query's, for [`Progress`]), each with the assumptions and the preferred constraints (a
 /// small witness), on a small budget: the first model found, if any (it satisfies the query and
 /// every assumption). The probed values are substituted while the formulas are built, so that
 /// a division by a probed variable is one by a constant, which the solver handles linearly; the
@@ -392,11 +481,13 @@ fn probe(
     cancelled: &dyn Fn() -> bool,
     timer: &Timer<'_>,
     enc: &Encoder,
-    sets: impl std::slice::SliceIndex<[Vec<Term>], Output = [Vec<Term>]>,
+    (key, sets): (u64, std::ops::Range<usize>),
     mut fallback: Option<(Solver, Answer)>,
 ) -> Result<Answer, Option<(Solver, Answer)>> {
-    let sets = query.probes.get(sets).unwrap_or(&[]);
-    for set in sets {
+    for i in sets {
+        let Some(set) = query.probes.get(i) else {
+            break;
+        };
         if cancelled() || timer.fired() {
             return Err(fallback);
         }
@@ -413,7 +504,16 @@ fn probe(
         let assumptions: &[Term] = if breaks { &[] } else { &query.assumptions };
         match probe_once(query, limits, enc, set, &values, assumptions) {
             Err(()) => return Err(fallback),
-            Ok(None) => {}
+            Ok(None) => {
+                // Found nothing, and no fallback to find again: not worth asking again.
+                if !breaks && !timer.fired() && !cancelled() {
+                    Progress::record(key, |p| {
+                        if p.probes_done == i {
+                            p.probes_done = i + 1;
+                        }
+                    });
+                }
+            }
             Ok(Some(solver)) => {
                 let answer = sat_answer(&solver, enc, query);
                 if breaks {
