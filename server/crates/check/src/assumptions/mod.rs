@@ -6,9 +6,10 @@
 //! condition it needs in words (`only if ldc < 1`). So a definite finding is one that happens
 //! with sizes, strides and indices a CUDA programmer would pass.
 //!
-//! - `positive-sizes`: an integer parameter used as a stride, leading dimension, step or
-//!   divisor (multiplied into an index, added to a loop counter in its step, dividing) is at
-//!   least 1; one compared with an index or a loop counter (a size, a bound), or added to a
+//! - `positive-sizes`: an integer parameter (also through a local assigned once: `int w =
+//!   width;`, an integer member `s.w` of a by-value struct parameter) used as a stride, leading
+//!   dimension, step or divisor (multiplied into an index, added to a loop counter in its step,
+//!   dividing) is at least 1; one compared with an index or a loop counter (a size, a bound), or added to a
 //!   thread's index (`threadIdx.x + start`: where the threads' range begins), is at least 0.
 //! - `non-negative-indices`: the cell of a kernel's pointer parameter that two threads meet on
 //!   has non-negative coordinates (the pointer is the start of the buffer), each below 2^31 (an
