@@ -323,9 +323,10 @@ pub fn plan_kernel_until(
     let shape_params: Vec<String> = if launched || !opts.assumptions.launch_shape_without_launch {
         Vec::new()
     } else {
+        let bounds = assumptions::thread_bounds(kernel);
         roles
             .iter()
-            .filter(|(_, r)| **r == assumptions::Role::Stride)
+            .filter(|(p, r)| **r == assumptions::Role::Stride && !bounds.contains(p))
             .filter_map(|(p, _)| kernel.params.get(p.0 as usize).map(|p| p.name.clone()))
             .collect()
     };

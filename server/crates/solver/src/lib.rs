@@ -9,6 +9,8 @@ mod cases;
 mod encode;
 mod linear;
 mod pool;
+mod probes;
+mod progress;
 mod solve;
 pub mod term;
 

@@ -6,7 +6,6 @@
 //! -p cudarace-solver --test calibrate -- --ignored --nocapture`). So 10M ≈ 2 s there; rlimit
 //! units per second vary per query, which is why the timer below bounds wall-clock time too.
 
-use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Mutex;
@@ -17,6 +16,8 @@ use z3::{Params, SatResult, Solver};
 
 use crate::encode::{Encoder, Expr};
 use crate::pool::RawContext;
+use crate::probes::{probe, probe_implausible};
+use crate::progress::Progress;
 use crate::term::{Answer, Limits, Query, Term};
 
 /// Share of `rlimit` for the full engine's attempt with the `preferred` constraints. They only
@@ -133,14 +134,14 @@ struct TimerState {
     fast_until: Option<Instant>,
 }
 
-struct Timer<'a>(&'a Mutex<TimerState>);
+pub(crate) struct Timer<'a>(&'a Mutex<TimerState>);
 
 impl Timer<'_> {
-    fn disarm(&self) {
+    pub(crate) fn disarm(&self) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).armed = false;
     }
 
-    fn fired(&self) -> bool {
+    pub(crate) fn fired(&self) -> bool {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).fired
     }
 
@@ -339,53 +340,6 @@ fn solve_inner(
     answer
 }
 
-/// What the steps of [`solve_inner`] found for a query when they found nothing decisive, kept
-/// by [`Query::key`] so that the same query asked again (a file's second pass, after the first
-/// pass's short limit stopped it) does not repeat them: on the corpus a query that times out
-/// spent its first 250 ms again on the same linear checks, cases and probes. Each step is
-/// deterministic under its resource limit (`rlimit`), so a step the clock did not stop finds
-/// the same the second time.
-#[derive(Debug, Clone, Copy, Default)]
-struct Progress {
-    /// The linear abstraction is not unsatisfiable.
-    linear_sat: bool,
-    /// The cases decided nothing.
-    cases_failed: bool,
-    /// The probes (and, with no plausible witness, the implausible probes) found no witness.
-    probes_failed: bool,
-    /// Whether linear arithmetic shows that no plausible witness exists.
-    implausible: Option<bool>,
-    /// How many of the first probes found nothing (and broke no assumption by their values).
-    probes_done: usize,
-}
-
-/// At most this many queries' [`Progress`] are kept (then the table starts over).
-const MAX_PROGRESS: usize = 4096;
-
-static PROGRESS: std::sync::Mutex<Option<HashMap<u64, Progress>>> = std::sync::Mutex::new(None);
-
-impl Progress {
-    fn of(key: u64) -> Progress {
-        let table = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
-        table
-            .as_ref()
-            .and_then(|t| t.get(&key).copied())
-            .unwrap_or_default()
-    }
-
-    fn record(key: u64, update: impl FnOnce(&mut Progress)) {
-        let mut table = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
-        let t = table.get_or_insert_with(HashMap::new);
-        if t.len() >= MAX_PROGRESS && !t.contains_key(&key) {
-            t.clear();
-        }
-        update(t.entry(key).or_default());
-    }
-}
-
-/// Share of `rlimit` for each probe (fast engine, also capped by [`FAST_RLIMIT_CAP`]).
-const PROBE_SHARE: u64 = 50;
-
 /// Share of `rlimit` for each of the [`crate::cases`] (fast engine, capped like the probes).
 const CASE_SHARE: u64 = 50;
 
@@ -463,213 +417,9 @@ fn by_cases(
     Some(Answer::Unsat)
 }
 
-/// The query's [`Query::probes`] (those of `sets`; `key`: the query's, for [`Progress`]), each with the assumptions and the preferred constraints (a
-/// small witness), on a small budget: the first model found, if any (it satisfies the query and
-/// every assumption). The probed values are substituted while the formulas are built, so that
-/// a division by a probed variable is one by a constant, which the solver handles linearly; the
-/// equalities themselves are asserted too, for the model's values.
-///
-/// Probed values that break an assumption by themselves (`s3 + l3 <= d3` with every size 2)
-/// cannot give a plausible witness: those are probed without the assumptions instead, and the
-/// first such model is returned as the fallback witness (`Err`), for when the checks do not
-/// decide in time whether a plausible one exists (the layout of a mixed-radix index with
-/// symbolic radices is hard to prove injective); the caller then reports the assumptions it
-/// breaks. The timer stays armed for it. `fallback`: one an earlier call found.
-fn probe(
-    query: &Query,
-    limits: &Limits,
-    cancelled: &dyn Fn() -> bool,
-    timer: &Timer<'_>,
-    enc: &Encoder,
-    (key, sets): (u64, std::ops::Range<usize>),
-    mut fallback: Option<(Solver, Answer)>,
-) -> Result<Answer, Option<(Solver, Answer)>> {
-    for i in sets {
-        let Some(set) = query.probes.get(i) else {
-            break;
-        };
-        if cancelled() || timer.fired() {
-            return Err(fallback);
-        }
-        let values = probe_values(set);
-        let breaks = query.fallback_assumptions.iter().any(|i| {
-            query
-                .assumptions
-                .get(*i)
-                .is_some_and(|a| closed_bool(a, &values, 0) == Some(false))
-        });
-        if breaks && fallback.is_some() {
-            continue;
-        }
-        let assumptions: &[Term] = if breaks { &[] } else { &query.assumptions };
-        match probe_once(query, limits, enc, set, &values, assumptions) {
-            Err(()) => return Err(fallback),
-            Ok(None) => {
-                // Found nothing, and no fallback to find again: not worth asking again.
-                if !breaks && !timer.fired() && !cancelled() {
-                    Progress::record(key, |p| {
-                        if p.probes_done == i {
-                            p.probes_done = i + 1;
-                        }
-                    });
-                }
-            }
-            Ok(Some(solver)) => {
-                let answer = sat_answer(&solver, enc, query);
-                if breaks {
-                    fallback = Some((solver, answer));
-                } else {
-                    timer.disarm();
-                    return Ok(answer);
-                }
-            }
-        }
-    }
-    Err(fallback)
-}
-
-/// The `name == value` equalities of a probe set as pairs.
-fn probe_values(set: &[Term]) -> Vec<(String, i64)> {
-    set.iter()
-        .filter_map(|t| match t {
-            Term::Eq(x, c) => match (&**x, &**c) {
-                (Term::Var(n), Term::Int(k)) => Some((n.to_string(), *k)),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect()
-}
-
-/// One probe: the query with `values` substituted (and `set`'s equalities asserted, for the
-/// model), `assumptions` and the preferred constraints, on a small budget. `Ok(Some)`: the
-/// solver holding a model; `Ok(None)`: unsat or undecided; `Err`: a formula that does not
-/// encode (probing is pointless, the normal checks say why).
-fn probe_once(
-    query: &Query,
-    limits: &Limits,
-    enc: &Encoder,
-    set: &[Term],
-    values: &[(String, i64)],
-    assumptions: &[Term],
-) -> Result<Option<Solver>, ()> {
-    let fixed = Encoder::with_values(&query.vars, values);
-    let mut formulas = Vec::new();
-    for t in query
-        .assertions
-        .iter()
-        .chain(assumptions)
-        .chain(&query.preferred)
-    {
-        formulas.push(fixed.bool(t).map_err(|_| ())?);
-    }
-    let mut equalities = Vec::new();
-    for t in set {
-        equalities.push(enc.bool(t).map_err(|_| ())?);
-    }
-    let solver = Engine::Fast.solver();
-    set_rlimit(&solver, (limits.rlimit / PROBE_SHARE).min(FAST_RLIMIT_CAP));
-    for a in fixed
-        .take_definitions()
-        .iter()
-        .chain(&formulas)
-        .chain(&equalities)
-    {
-        solver.assert(a);
-    }
-    let started = Instant::now();
-    let result = solver.check();
-    dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result, "probe");
-    Ok((result == SatResult::Sat).then_some(solver))
-}
-
-/// A probe of [`probe_implausible`]: how many assumptions its values break by themselves, the
-/// values, and the assumptions they do not break.
-type ImplausibleProbe = (usize, Vec<(String, i64)>, Vec<Term>);
-
-/// How many of the probe sets [`probe_implausible`] varies.
-const IMPLAUSIBLE_PROBE_SETS: usize = 2;
-/// At most this many checks of [`probe_implausible`] per query.
-const MAX_IMPLAUSIBLE_PROBES: usize = 16;
-
-/// For a query that no witness satisfying the assumptions has (see
-/// [`crate::linear::linear_unsat_assuming`]): a witness, if any, breaks one. The probe sets
-/// whose values break an assumption by themselves (every size 2 against a padded layout's
-/// `w + pad <= outw`), then the first sets with one probed parameter negated at a time (`w ==
-/// -2`, every other size 2: `x / w` and `x % w` with `w < 0` take the dividend's sign and the
-/// digits leave their range), each first with the assumptions those values do not break (for
-/// a witness that breaks no more than it must), then with none. With every divisor a constant
-/// the query is linear, where Z3 finds in milliseconds the model that nonlinear search with a
-/// negative divisor misses for seconds. The first model found is returned like a probe's
-/// fallback witness; the caller names the assumptions it breaks.
-fn probe_implausible(
-    query: &Query,
-    limits: &Limits,
-    cancelled: &dyn Fn() -> bool,
-    timer: &Timer<'_>,
-    enc: &Encoder,
-) -> Option<(Solver, Answer)> {
-    let regular: Vec<Vec<(String, i64)>> = query.probes.iter().map(|s| probe_values(s)).collect();
-    let mut negated_sets = Vec::new();
-    for values in regular.iter().take(IMPLAUSIBLE_PROBE_SETS) {
-        for i in 0..values.len() {
-            if values[i].1 > 0 {
-                let mut negated = values.clone();
-                negated[i].1 = -negated[i].1;
-                negated_sets.push(negated);
-            }
-        }
-    }
-    // Each set with the assumptions its values do not break by themselves (a set that breaks
-    // none leaves every assumption, known unsatisfiable), then with none; the sets that break
-    // the fewest first, the probe values before the negated ones: the witness then breaks
-    // no more assumptions than it must, and its condition names only those.
-    let mut candidates: Vec<ImplausibleProbe> = regular
-        .into_iter()
-        .chain(negated_sets)
-        .filter_map(|values| {
-            let kept: Vec<Term> = query
-                .assumptions
-                .iter()
-                .filter(|a| closed_bool(a, &values, 0) != Some(false))
-                .cloned()
-                .collect();
-            let broken = query.assumptions.len() - kept.len();
-            (broken > 0).then_some((broken, values, kept))
-        })
-        .collect();
-    candidates.sort_by_key(|(broken, _, _)| *broken);
-    let mut checks = 0;
-    for with_kept in [true, false] {
-        for (_, values, kept) in &candidates {
-            if !with_kept && kept.is_empty() {
-                continue;
-            }
-            if checks >= MAX_IMPLAUSIBLE_PROBES || cancelled() || timer.fired() {
-                return None;
-            }
-            checks += 1;
-            let set: Vec<Term> = values
-                .iter()
-                .map(|(n, k)| Term::eq(Term::var(n.as_str()), Term::Int(*k)))
-                .collect();
-            let assumptions: &[Term] = if with_kept { kept } else { &[] };
-            match probe_once(query, limits, enc, &set, values, assumptions) {
-                Err(()) => return None,
-                Ok(None) => {}
-                Ok(Some(solver)) => {
-                    let answer = sat_answer(&solver, enc, query);
-                    return Some((solver, answer));
-                }
-            }
-        }
-    }
-    None
-}
-
 /// The value of `t` when it names only variables of `values` (`None` otherwise, or when it is
 /// deeper than a plausibility assumption over parameters is).
-fn closed_int(t: &Term, values: &[(String, i64)], depth: u32) -> Option<i64> {
+pub(crate) fn closed_int(t: &Term, values: &[(String, i64)], depth: u32) -> Option<i64> {
     if depth > 32 {
         return None;
     }
@@ -689,7 +439,7 @@ fn closed_int(t: &Term, values: &[(String, i64)], depth: u32) -> Option<i64> {
     }
 }
 
-fn closed_bool(t: &Term, values: &[(String, i64)], depth: u32) -> Option<bool> {
+pub(crate) fn closed_bool(t: &Term, values: &[(String, i64)], depth: u32) -> Option<bool> {
     if depth > 32 {
         return None;
     }
@@ -1216,7 +966,7 @@ fn classify_unknown(reason: &str, out_of_time: bool) -> String {
 /// Reads the `report` variables out of the model, with model completion so that a variable the
 /// solver did not need still gets a value. Values that do not fit an `i64` are left out; the
 /// answer stays `Sat`.
-fn sat_answer(solver: &Solver, enc: &Encoder, query: &Query) -> Answer {
+pub(crate) fn sat_answer(solver: &Solver, enc: &Encoder, query: &Query) -> Answer {
     // An interrupt (timer or cancellation) racing with the end of the check can make the first
     // attempt fail; Z3 does not keep the interrupted state, so one retry tells the two apart.
     let Some(model) = solver.get_model().or_else(|| solver.get_model()) else {

@@ -46,7 +46,10 @@
 //!   that its race's precondition names, when that precondition ties a shape parameter (a
 //!   stride, step or divisor, not a mere bound) to the launch (`n == blockDim.x`,
 //!   `step >= gridDim.x * blockDim.x`, `n % blockDim.x == 0`): the host that launches it is
-//!   elsewhere (another file, Python) and sizes the launch from the same values.
+//!   elsewhere (another file, Python) and sizes the launch from the same values. Not for a
+//!   parameter the kernel compares a thread's position with ([`thread_bounds`]: `c <= width`
+//!   with `c` the thread's column): a launch no wider than it leaves the kernel fewer threads
+//!   than its guard expects.
 //!   Unlike the others it is applied after the solve, to the precondition found (see
 //!   [`Precondition::unless_launch`]).
 //! - `constant-block-shape`: a kernel that walks an array by a block-stride loop whose step is a
@@ -106,7 +109,7 @@ use cudarace_ir::{
     ArrayOrigin, BinOp, Block, Builtin, Expr, Kernel, LocalId, MemSpace, ParamId, ScalarType, Stmt,
 };
 use cudarace_solver::Term;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Which assumptions are made (all by default).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -316,6 +319,58 @@ pub fn param_roles(kernel: &Kernel) -> BTreeMap<ParamId, Role> {
         }
     });
     roles
+}
+
+/// The integer parameters a comparison in the kernel holds against a thread's position (`if (c
+/// <= width)` with `c = blockIdx.x * blockDim.x + threadIdx.x`, through the locals assigned
+/// once): bounds of the threads' range, whatever else they are. A launch no wider than such a
+/// bound (`width >= gridDim.x * blockDim.x`) removes a race only by giving the kernel fewer
+/// threads than the data it is written for, not by launching it in its shape (see
+/// `launch-shape-without-launch`).
+pub fn thread_bounds(kernel: &Kernel) -> BTreeSet<ParamId> {
+    let once = assigned_once(kernel);
+    fn param_of(e: &Expr, once: &BTreeMap<LocalId, Expr>, depth: u32) -> Option<ParamId> {
+        match strip_casts(e) {
+            Expr::Param(p) => Some(*p),
+            Expr::Local(l) if depth < 8 => param_of(once.get(l)?, once, depth + 1),
+            _ => None,
+        }
+    }
+    fn positional(e: &Expr, once: &BTreeMap<LocalId, Expr>, depth: u32) -> bool {
+        if depth > 8 {
+            return false;
+        }
+        let mut found = false;
+        walk_expr(
+            e,
+            &mut |x, _| match x {
+                Expr::Builtin(
+                    cudarace_ir::Builtin::ThreadIdx(_) | cudarace_ir::Builtin::BlockIdx(_),
+                ) => found = true,
+                Expr::Local(l) => {
+                    if let Some(v) = once.get(l) {
+                        found |= positional(v, once, depth + 1);
+                    }
+                }
+                _ => {}
+            },
+            false,
+        );
+        found
+    }
+    let mut out = BTreeSet::new();
+    walk_block(&kernel.body, &mut |e, _| {
+        if let Expr::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, a, b) = e {
+            for (x, y) in [(a, b), (b, a)] {
+                if let Some(p) = param_of(x, &once, 0) {
+                    if positional(y, &once, 0) {
+                        out.insert(p);
+                    }
+                }
+            }
+        }
+    });
+    out
 }
 
 /// Whether `e` reads a thread or block index (it is a position in the threads' range).
