@@ -9,9 +9,9 @@
 //! tests below its block size (a comparison that only chooses a value is no guard), a
 //! parameter offset added) and assumed to stay inside the next step: `j + s2 <= d2 - 1`, in
 //! words `only if l2 + s2 > d2` when broken. A digit that is a constant is a field at a fixed
-//! offset of a record (`b * box_size + 4`): the record holds it, `4 <= box_size - 1`. An assumption the kernel's own bounds make false
-//! (`for (j = 0; j <= n; j++) a[i * n + j]`: `n + 1 <= n`) is not made: that race is the
-//! kernel's, not its caller's.
+//! offset of a record (`b * box_size + 4`): the record holds it, `4 <= box_size - 1`. An
+//! assumption the kernel's own bounds make false (`for (j = 0; j <= n; j++) a[i * n + j]`:
+//! `n + 1 <= n`) is not made: that race is the kernel's, not its caller's.
 
 use crate::assumptions::{
     assigned_values, strip_casts, visit_accesses, walk_block, Assumption, Broken,

@@ -16,9 +16,9 @@ use crate::term::{Answer, Limits, Query, Term};
 /// Share of `rlimit` for each probe (fast engine, also capped by [`FAST_RLIMIT_CAP`]).
 const PROBE_SHARE: u64 = 50;
 
-/// The query's [`Query::probes`] (those of `sets`; `key`: the query's, for [`Progress`]), each with the assumptions and the preferred constraints (a
-/// small witness), on a small budget: the first model found, if any (it satisfies the query and
-/// every assumption). The probed values are substituted while the formulas are built, so that
+/// The query's [`Query::probes`] (those of `sets`; `key`: the query's, for [`Progress`]), each
+/// with the assumptions and the preferred constraints (a small witness), on a small budget: the
+/// first model found, if any (it satisfies the query and every assumption). The probed values are substituted while the formulas are built, so that
 /// a division by a probed variable is one by a constant, which the solver handles linearly; the
 /// equalities themselves are asserted too, for the model's values.
 ///

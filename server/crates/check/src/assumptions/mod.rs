@@ -9,8 +9,9 @@
 //! - `positive-sizes`: an integer parameter (also through a local assigned once: `int w =
 //!   width;`, an integer member `s.w` of a by-value struct parameter) used as a stride, leading
 //!   dimension, step or divisor (multiplied into an index, added to a loop counter in its step,
-//!   dividing) is at least 1; one compared with an index or a loop counter (a size, a bound), or added to a
-//!   thread's index (`threadIdx.x + start`: where the threads' range begins), is at least 0.
+//!   dividing) is at least 1; one compared with an index or a loop counter (a size, a bound),
+//!   or added to a thread's index (`threadIdx.x + start`: where the threads' range begins), is
+//!   at least 0.
 //! - `non-negative-indices`: the cell of a kernel's pointer parameter that two threads meet on
 //!   has non-negative coordinates (the pointer is the start of the buffer), each below 2^31 (an
 //!   `int` index reaching past it overflowed, which is undefined behaviour).
@@ -262,23 +263,9 @@ pub fn param_roles(kernel: &Kernel) -> BTreeMap<ParamId, Role> {
             .get(p.0 as usize)
             .is_some_and(|p| p.value.is_none() && matches!(p.ty, ScalarType::Int { .. }))
     };
-    // A local assigned once from a parameter is that parameter (`int n = N;`, and every
-    // integer member of a by-value struct parameter, which the front end binds to a local
-    // `s.n` holding the member's own parameter).
     let once = assigned_once(kernel);
-    let param_of = |e: &Expr| -> Option<ParamId> {
-        let mut e = strip_casts(e);
-        for _ in 0..8 {
-            match e {
-                Expr::Param(p) => return Some(*p),
-                Expr::Local(l) => e = strip_casts(once.get(l)?),
-                _ => return None,
-            }
-        }
-        None
-    };
     let mark = |e: &Expr, role: Role, roles: &mut BTreeMap<ParamId, Role>| {
-        if let Some(p) = param_of(e) {
+        if let Some(p) = param_through_locals(e, &once) {
             let p = &p;
             if is_int_param(p) {
                 let r = roles.entry(*p).or_insert(role);
@@ -321,6 +308,21 @@ pub fn param_roles(kernel: &Kernel) -> BTreeMap<ParamId, Role> {
     roles
 }
 
+/// The parameter `e` is, also through locals assigned once (`once`): `int n = N;`, and every
+/// integer member of a by-value struct parameter, which the front end binds to a local `s.n`
+/// holding the member's own parameter.
+fn param_through_locals(e: &Expr, once: &BTreeMap<LocalId, Expr>) -> Option<ParamId> {
+    let mut e = strip_casts(e);
+    for _ in 0..8 {
+        match e {
+            Expr::Param(p) => return Some(*p),
+            Expr::Local(l) => e = strip_casts(once.get(l)?),
+            _ => return None,
+        }
+    }
+    None
+}
+
 /// The integer parameters a comparison in the kernel holds against a thread's position (`if (c
 /// <= width)` with `c = blockIdx.x * blockDim.x + threadIdx.x`, through the locals assigned
 /// once): bounds of the threads' range, whatever else they are. A launch no wider than such a
@@ -329,13 +331,6 @@ pub fn param_roles(kernel: &Kernel) -> BTreeMap<ParamId, Role> {
 /// `launch-shape-without-launch`).
 pub fn thread_bounds(kernel: &Kernel) -> BTreeSet<ParamId> {
     let once = assigned_once(kernel);
-    fn param_of(e: &Expr, once: &BTreeMap<LocalId, Expr>, depth: u32) -> Option<ParamId> {
-        match strip_casts(e) {
-            Expr::Param(p) => Some(*p),
-            Expr::Local(l) if depth < 8 => param_of(once.get(l)?, once, depth + 1),
-            _ => None,
-        }
-    }
     fn positional(e: &Expr, once: &BTreeMap<LocalId, Expr>, depth: u32) -> bool {
         if depth > 8 {
             return false;
@@ -362,7 +357,7 @@ pub fn thread_bounds(kernel: &Kernel) -> BTreeSet<ParamId> {
     walk_block(&kernel.body, &mut |e, _| {
         if let Expr::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, a, b) = e {
             for (x, y) in [(a, b), (b, a)] {
-                if let Some(p) = param_of(x, &once, 0) {
+                if let Some(p) = param_through_locals(x, &once) {
                     if positional(y, &once, 0) {
                         out.insert(p);
                     }

@@ -1745,10 +1745,22 @@ impl<'k> Exec<'k> {
                     .iter()
                     .find(|(p, _)| *p == d.pivot)
                     .map(|(_, h)| h.clone());
-                if let Some(pivot) = pivot {
-                    let taken = mul(sub(pivot, init[&d.pivot].clone()), int(d.sign));
-                    self.set_local(*l, add(init[l].clone(), mul(taken, d.step.clone())));
-                }
+                // (The pivot is always a head: `derived_inductions` never derives it.)
+                let value = match pivot {
+                    Some(pivot) => {
+                        let taken = mul(sub(pivot, init[&d.pivot].clone()), int(d.sign));
+                        add(init[l].clone(), mul(taken, d.step.clone()))
+                    }
+                    None => {
+                        let (name, ..) = self.local_info(*l);
+                        self.fresh_local_unknown(
+                            *l,
+                            true,
+                            format!("the value of `{name}` carried across loop iterations"),
+                        )
+                    }
+                };
+                self.set_local(*l, value);
             }
             self.loop_depth += 1;
             let mut nodes = Vec::new();
@@ -2070,15 +2082,6 @@ impl<'k> Exec<'k> {
     }
 }
 
-/// The relation between a loop's additive heads (`head`, first value, step): every one moves
-/// once per iteration, so all have taken the same number of steps `k` at the head of an
-/// iteration (`for (l = 0; l < L && i < n; l++, i += blockDim.x)`: `i - i0 == l * blockDim.x`).
-/// Each head is linked to one pivot (a counter stepping by ±1 when there is one):
-/// - equal steps: `h - h0 == p - p0`;
-/// - constant steps `c`, `d`: `(h - h0) * d == (p - p0) * c`;
-/// - a pivot stepping by ±1: `h - h0 == (p - p0) * ±1 * step` (the only nonlinear form).
-///
-/// A step that mentions a head changes between iterations: no relation is drawn from it.
 /// A loop head given by the loop's pivot head (see `Exec::derived_inductions`): its value at
 /// every head is its first value plus `(pivot - pivot's first value) * sign * step`.
 #[derive(Debug, Clone)]
@@ -2088,6 +2091,15 @@ struct DerivedHead {
     step: Term,
 }
 
+/// The relation between a loop's additive heads (`head`, first value, step): every one moves
+/// once per iteration, so all have taken the same number of steps `k` at the head of an
+/// iteration (`for (l = 0; l < L && i < n; l++, i += blockDim.x)`: `i - i0 == l * blockDim.x`).
+/// Each head is linked to one pivot (a counter stepping by ±1 when there is one):
+/// - equal steps: `h - h0 == p - p0`;
+/// - constant steps `c`, `d`: `(h - h0) * d == (p - p0) * c`;
+/// - a pivot stepping by ±1: `h - h0 == (p - p0) * ±1 * step` (the only nonlinear form).
+///
+/// A step that mentions a head changes between iterations: no relation is drawn from it.
 fn link_inductions(additive: &[(Term, Term, Term)]) -> Vec<Term> {
     let heads: Vec<&str> = additive.iter().filter_map(|(h, ..)| h_name(h)).collect();
     let invariant = |t: &Term| !heads.iter().any(|h| mentions_var(t, h));
