@@ -547,9 +547,12 @@ impl<'a> Encoder<'a> {
             .into_iter()
             .map(|(n, s)| (canon.get(&n).cloned().unwrap_or(n), s))
             .collect();
+        // What the query fixes (a launch site's `groupOffset == 1`, `groups == stride`, a
+        // template argument 512) is no small value to prefer, nor one to probe.
+        let (fixed, classes) = fixed_by_equalities(&assertions);
         let mut preferred = self.launch.preferred();
         for (n, s) in &vars {
-            if *s == Sort::Int && n.starts_with("param.") {
+            if *s == Sort::Int && n.starts_with("param.") && !fixed.contains_key(n) {
                 preferred.push(le(int(-64), v(n.clone())));
                 preferred.push(le(v(n.clone()), int(64)));
             }
@@ -577,11 +580,28 @@ impl<'a> Encoder<'a> {
             // probes that fail cost 0.1 s each on cuda-convnet2's kRGBToYUV.)
             Vec::new()
         } else {
+            // What the query fixes stays fixed: a probe that contradicts it finds nothing.
             let set = |value: &dyn Fn(usize) -> i64| -> Vec<Term> {
                 params
                     .iter()
                     .enumerate()
-                    .map(|(i, n)| eq(v((*n).clone()), int(value(i))))
+                    .map(|(i, n)| {
+                        let value = match fixed.get(n.as_str()) {
+                            Some(c) => *c,
+                            None => {
+                                // The first parameter of its class gives the value.
+                                let class = classes.get(n.as_str());
+                                let first = params
+                                    .iter()
+                                    .position(|m| {
+                                        class.is_some() && classes.get(m.as_str()) == class
+                                    })
+                                    .unwrap_or(i);
+                                value(first)
+                            }
+                        };
+                        eq(v((*n).clone()), int(value))
+                    })
                     .collect()
             };
             let k = params.len();
@@ -637,6 +657,77 @@ pub struct Finished {
 }
 
 /// SplitMix64's finalizer: a fixed, well-spread function of `x` (for the probes' mixes).
+/// The variables the assertions fix to a constant, and classes of variables they make equal
+/// (by a class number), from equalities asserted or conjoined at the top (in every alternative of
+/// a disjunction: each launch site's bindings).
+fn fixed_by_equalities(assertions: &[Term]) -> (BTreeMap<String, i64>, BTreeMap<String, usize>) {
+    fn conjuncts<'t>(t: &'t Term, out: &mut Vec<&'t Term>) {
+        match t {
+            Term::And(ts) => ts.iter().for_each(|t| conjuncts(t, out)),
+            t => out.push(t),
+        }
+    }
+    fn equalities(t: &Term) -> BTreeSet<(String, Term)> {
+        let mut parts = Vec::new();
+        conjuncts(t, &mut parts);
+        let mut out = BTreeSet::new();
+        for p in parts {
+            match p {
+                Term::Eq(a, b) => match (&**a, &**b) {
+                    (Term::Var(x), y @ (Term::Int(_) | Term::Var(_))) => {
+                        out.insert((x.to_string(), y.clone()));
+                    }
+                    (y @ Term::Int(_), Term::Var(x)) => {
+                        out.insert((x.to_string(), y.clone()));
+                    }
+                    _ => {}
+                },
+                Term::Or(alternatives) => {
+                    let mut common: Option<BTreeSet<(String, Term)>> = None;
+                    for a in alternatives.iter() {
+                        let e = equalities(a);
+                        common = Some(match common {
+                            None => e,
+                            Some(c) => c.intersection(&e).cloned().collect(),
+                        });
+                    }
+                    out.extend(common.unwrap_or_default());
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+    let mut all = BTreeSet::new();
+    for a in assertions {
+        all.extend(equalities(a));
+    }
+    let mut fixed = BTreeMap::new();
+    let mut classes: BTreeMap<String, usize> = BTreeMap::new();
+    for (x, y) in &all {
+        match y {
+            Term::Int(c) => {
+                fixed.insert(x.clone(), *c);
+            }
+            Term::Var(y) => {
+                let (cx, cy) = (classes.get(x).copied(), classes.get(y.as_ref()).copied());
+                let c = cx.or(cy).unwrap_or(classes.len());
+                classes.insert(x.clone(), c);
+                classes.insert(y.to_string(), c);
+                // Two classes joined: the second becomes the first.
+                if let (Some(a), Some(b)) = (cx, cy) {
+                    classes
+                        .values_mut()
+                        .filter(|k| **k == b)
+                        .for_each(|k| *k = a);
+                }
+            }
+            _ => {}
+        }
+    }
+    (fixed, classes)
+}
+
 fn mix(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

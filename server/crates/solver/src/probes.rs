@@ -54,8 +54,24 @@ pub(crate) fn probe(
         if breaks && fallback.is_some() {
             continue;
         }
-        let assumptions: &[Term] = if breaks { &[] } else { &query.assumptions };
-        match probe_once(query, limits, enc, set, &values, assumptions) {
+        // Values that break an assumption: first with the assumptions they do not break (a
+        // witness that breaks no more than it must, whose condition names only that), then
+        // with none.
+        let kept: Vec<Term> = if breaks {
+            query
+                .assumptions
+                .iter()
+                .filter(|a| closed_bool(a, &values, 0) != Some(false))
+                .cloned()
+                .collect()
+        } else {
+            query.assumptions.clone()
+        };
+        let mut found = probe_once(query, limits, enc, set, &values, &kept);
+        if breaks && !kept.is_empty() && matches!(found, Ok(None)) {
+            found = probe_once(query, limits, enc, set, &values, &[]);
+        }
+        match found {
             Err(()) => return Err(fallback),
             Ok(None) => {
                 // Found nothing, and no fallback to find again: not worth asking again.
@@ -177,6 +193,30 @@ pub(crate) fn probe_implausible(
     // none leaves every assumption, known unsatisfiable), then with none; the sets that break
     // the fewest first, the probe values before the negated ones: the witness then breaks
     // no more assumptions than it must, and its condition names only those.
+    // Then each first set with one layout assumption left out that its values do not decide
+    // (`batchOffset >= (n - 1) * stride + …` with `n` free): a witness that breaks only
+    // that, where the probed sizes stay plausible.
+    let mut without_layout = Vec::new();
+    for values in regular.iter().take(IMPLAUSIBLE_PROBE_SETS) {
+        for &f in &query.fallback_assumptions {
+            let Some(a) = query.assumptions.get(f) else {
+                continue;
+            };
+            if closed_bool(a, values, 0).is_some() {
+                continue;
+            }
+            let kept: Vec<Term> = query
+                .assumptions
+                .iter()
+                .enumerate()
+                .filter(|(i, a)| *i != f && closed_bool(a, values, 0) != Some(false))
+                .map(|(_, a)| a.clone())
+                .collect();
+            if kept.len() + 1 == query.assumptions.len() {
+                without_layout.push((1, values.clone(), kept));
+            }
+        }
+    }
     let mut candidates: Vec<ImplausibleProbe> = regular
         .into_iter()
         .chain(negated_sets)
@@ -191,6 +231,11 @@ pub(crate) fn probe_implausible(
             (broken > 0).then_some((broken, values, kept))
         })
         .collect();
+    let negated_from = candidates
+        .iter()
+        .position(|(_, v, _)| v.iter().any(|(_, k)| *k < 0));
+    let at = negated_from.unwrap_or(candidates.len());
+    candidates.splice(at..at, without_layout);
     candidates.sort_by_key(|(broken, _, _)| *broken);
     let mut checks = 0;
     for with_kept in [true, false] {
