@@ -21,6 +21,8 @@ use cudarace_ir::{BinOp, Builtin, Expr, Kernel, LocalId, ScalarType, UnOp};
 use cudarace_solver::Term;
 use std::collections::{BTreeMap, BTreeSet};
 
+mod strides;
+
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Atom {
     /// A size: an integer parameter or a launch size (query variable, name shown, whether a
@@ -574,17 +576,29 @@ pub fn layout_assumptions(
         }
         let Some(p) = cx.poly(&e, 0) else { continue };
         let p = cx.with_sums(p);
-        if index_assumptions(&cx, &p, known, &mut out) || id_locals.is_empty() {
+        if index_assumptions(&cx, &p, &var_steps(&p), known, &mut out) {
             continue;
         }
         // `row * n + i` with `i = tx * blockDim.x + ty`: inlined, the steps `n` and
         // `blockDim.x` do not divide one another; read with `i` as the digit instead.
-        cx.keep = id_locals.clone();
-        let kept = cx.poly(&e, 0).map(|p| cx.with_sums(p));
-        cx.keep.clear();
-        if let Some(p) = kept {
-            index_assumptions(&cx, &p, known, &mut out);
+        if !id_locals.is_empty() {
+            cx.keep = id_locals.clone();
+            let kept = cx.poly(&e, 0).map(|p| cx.with_sums(p));
+            cx.keep.clear();
+            if kept.is_some_and(|p| index_assumptions(&cx, &p, &var_steps(&p), known, &mut out)) {
+                continue;
+            }
         }
+        // `(i * s0 + b0) * i1 + (j * s1 + b1)`: strided digits, whose steps are what the
+        // terms share.
+        if let Some(steps) = strides::shared_steps(&p) {
+            if index_assumptions(&cx, &p, &steps, known, &mut out) {
+                continue;
+            }
+        }
+        // `b * batchOffset + g * groupOffset + i * stride`: steps no one of which divides
+        // another.
+        strides::independent_stride_assumptions(&cx, &p, &mut out);
     }
     out.truncate(MAX_ASSUMPTIONS);
     out.into_iter().map(|(_, a)| a).collect()
@@ -764,18 +778,12 @@ fn id_locals(cx: &mut Ctx) -> BTreeSet<LocalId> {
     out
 }
 
-/// The assumptions of one index polynomial; false when its steps do not form a mixed radix
-/// (nothing to assume).
-fn index_assumptions(
-    cx: &Ctx,
-    p: &Poly,
-    known: &[(String, String)],
-    out: &mut Vec<(String, Assumption)>,
-) -> bool {
-    let split = |m: &Mono| -> (Vec<Atom>, Vec<Atom>) { m.iter().cloned().partition(Atom::is_var) };
+/// The steps of an index: the sizes (times a constant) of each of its varying terms, but the
+/// unit step, smallest first.
+fn var_steps(p: &Poly) -> Vec<Step> {
     let mut steps: Vec<Step> = Vec::new();
     for (m, c) in &p.0 {
-        let (vars, sizes) = split(m);
+        let (vars, sizes): (Vec<Atom>, Vec<Atom>) = m.iter().cloned().partition(Atom::is_var);
         if vars.is_empty() {
             continue;
         }
@@ -784,14 +792,28 @@ fn index_assumptions(
             steps.push(s);
         }
     }
-    if steps.is_empty() {
-        return false;
-    }
     steps.sort_by_key(|(c, s)| (s.len(), *c));
-    if steps
+    steps
+}
+
+/// Whether each step divides the next, leaving more than 1.
+fn is_chain(steps: &[Step]) -> bool {
+    steps
         .windows(2)
-        .any(|w| quotient(&w[1], &w[0]).is_none_or(|q| q == (1, vec![])))
-    {
+        .all(|w| quotient(&w[1], &w[0]).is_some_and(|q| q != (1, vec![])))
+}
+
+/// The assumptions of one index polynomial read with `steps` (smallest first); false when the
+/// steps do not form a mixed radix (nothing to assume).
+fn index_assumptions(
+    cx: &Ctx,
+    p: &Poly,
+    steps: &[Step],
+    known: &[(String, String)],
+    out: &mut Vec<(String, Assumption)>,
+) -> bool {
+    let split = |m: &Mono| -> (Vec<Atom>, Vec<Atom>) { m.iter().cloned().partition(Atom::is_var) };
+    if steps.is_empty() || !is_chain(steps) {
         return false;
     }
     // Each term to the largest step dividing it: index = Σ digit_i * step_i.
@@ -845,22 +867,24 @@ fn digit_assumptions(
     known: &[(String, String)],
     out: &mut Vec<(String, Assumption)>,
 ) {
-    // Each varying term is one atom times a constant.
-    let mut vars: Vec<(String, i64)> = Vec::new();
+    // Each varying term is one atom times a constant, or times sizes (a strided digit
+    // `j * s1 + b1`: its sizes are taken as not negative, as a stride is).
+    let mut vars: Vec<(String, i64, Poly)> = Vec::new();
     let mut fixed = Poly::default();
     for (m, c) in &digit.0 {
-        match m.as_slice() {
-            [Atom::Var(v)] => vars.push((v.clone(), *c)),
-            m if m.iter().any(Atom::is_var) => return,
-            m => {
+        let (var, sizes): (Vec<Atom>, Vec<Atom>) = m.iter().cloned().partition(Atom::is_var);
+        match var.as_slice() {
+            [Atom::Var(v)] => vars.push((v.clone(), *c, Poly::mono(*c, sizes))),
+            [] => {
                 fixed.push(m.to_vec(), *c);
             }
+            _ => return,
         }
     }
     // A linearised thread id as the digit: each of the two threads' own id stays inside the
     // step (`0 <= tx * blockDim.x + ty + s <= n - 1`).
-    if let [(v, 1)] = vars.as_slice() {
-        if let Some(value) = cx.ids.get(v) {
+    if let [(v, 1, k)] = vars.as_slice() {
+        if let Some(value) = cx.ids.get(v).filter(|_| *k == Poly::constant(1)) {
             let Some(whole) = value.add(&fixed) else {
                 return;
             };
@@ -895,7 +919,7 @@ fn digit_assumptions(
     }
     // The choices of upper bounds (a few at most).
     let mut choices: Vec<Vec<Poly>> = vec![vec![]];
-    for (v, _) in &vars {
+    for (v, _, _) in &vars {
         let ubs = cx.ubs.get(v).cloned().unwrap_or_default();
         let mut next = Vec::new();
         for c in &choices {
@@ -911,8 +935,8 @@ fn digit_assumptions(
     for ubs in choices {
         let (mut lo, mut hi) = (fixed.clone(), fixed.clone());
         let mut ok = true;
-        for ((_, c), ub) in vars.iter().zip(&ubs) {
-            let Some(scaled) = ub.scale(*c) else {
+        for ((_, c, k), ub) in vars.iter().zip(&ubs) {
+            let Some(scaled) = ub.mul(k) else {
                 ok = false;
                 break;
             };
@@ -931,7 +955,7 @@ fn digit_assumptions(
             continue;
         }
         // The conditions some of these bounds hold under.
-        for ((v, _), ub) in vars.iter().zip(&ubs) {
+        for ((v, _, _), ub) in vars.iter().zip(&ubs) {
             for (key, bound, a) in &cx.sides {
                 if key == v && bound == ub {
                     if let Broken::Layout { text, .. } = &a.broken {
@@ -954,8 +978,8 @@ fn digit_assumptions(
     // Without an upper bound for every varying term, only the lower bound.
     if vars
         .iter()
-        .any(|(v, _)| cx.ubs.get(v).is_none_or(|u| u.is_empty()))
-        && vars.iter().all(|(_, c)| *c > 0)
+        .any(|(v, _, _)| cx.ubs.get(v).is_none_or(|u| u.is_empty()))
+        && vars.iter().all(|(_, c, _)| *c > 0)
     {
         push(nonneg(fixed, true), known, out);
     }
