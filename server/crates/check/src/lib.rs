@@ -432,6 +432,15 @@ pub fn plan_kernel_until(
         }
         _ => true,
     });
+    if std::env::var("CUDARACE_DEBUG_ASSUMPTIONS").is_ok() {
+        for a in &kernel_assumptions {
+            eprintln!(
+                "ASSUME {} :: {}",
+                a.broken.describe(&BTreeMap::new()),
+                terms::show(&a.term)
+            );
+        }
+    }
     let enc = Encoder {
         p: &p,
         kernel,

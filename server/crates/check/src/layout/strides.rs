@@ -12,7 +12,7 @@
 //!   race of two threads with the same digits (an offset that forgets a digit) keeps every
 //!   stride apart and stays definite.
 
-use super::{gcd, is_chain, Atom, Ctx, Poly, Step};
+use super::{gcd, is_chain, quotient, Atom, Ctx, Poly, Step};
 use crate::assumptions::{Assumption, Broken};
 use crate::terms::*;
 use cudarace_solver::Term;
@@ -60,7 +60,36 @@ pub(super) fn shared_steps(p: &Poly) -> Option<Vec<Step>> {
         }
     }
     steps.sort_by_key(|(c, s)| (s.len(), *c));
-    (!steps.is_empty() && is_chain(&steps)).then_some(steps)
+    if steps.is_empty() || !is_chain(&steps) {
+        return None;
+    }
+    // Below the top step, each varying term is its step times at most one stride, a
+    // parameter (`j * s1 * i2`): a term with other sizes (`blockIdx.z * gridDim.y * gridDim.x *
+    // n` over steps `n`, `n * w`) is no digit of that level, and its level is not known.
+    for (m, c) in &p.0 {
+        let sizes: Vec<Atom> = m.iter().filter(|a| !a.is_var()).cloned().collect();
+        if sizes.len() == m.len() {
+            continue;
+        }
+        let term = (c.abs(), sizes);
+        let level = steps.iter().rposition(|s| quotient(&term, s).is_some());
+        if level == Some(steps.len() - 1) {
+            continue;
+        }
+        let rest = match level {
+            Some(l) => quotient(&term, &steps[l])?.1,
+            None => term.1,
+        };
+        let stride = match rest.as_slice() {
+            [] => true,
+            [Atom::Size { var, .. }] => var.starts_with("param."),
+            _ => false,
+        };
+        if !stride {
+            return None;
+        }
+    }
+    Some(steps)
 }
 
 /// The assumption that the strides of an index keep its digits apart: for some order of the
@@ -83,6 +112,11 @@ pub(super) fn independent_stride_assumptions(
             return;
         };
         if *c < 0 {
+            return;
+        }
+        // A value in two terms steps by their sum (`index * (s + t)` read as `index * s +
+        // index * t`): one step, not two independent ones.
+        if p.0.keys().filter(|m| m.contains(&vars[0])).count() > 1 {
             return;
         }
         let step = (*c, sizes);
