@@ -8,7 +8,10 @@
 
 use crate::align::Inst;
 use crate::launch::{DimSpec, Launch};
-use crate::lemmas::{divmod_facts, equal_candidates, quotient_lemma, radix_lemmas, rotation_lemma};
+use crate::lemmas::{
+    divmod_facts, equal_candidates, product_bound_facts, quotient_lemma, radix_lemmas,
+    rotation_lemma,
+};
 use crate::protocol::{var_key, Protocol};
 use crate::split::AccessPair;
 use crate::terms::*;
@@ -954,6 +957,7 @@ fn index_lemmas(ia: &[Term], ib: &[Term]) -> Vec<Term> {
     }
     let terms: Vec<&Term> = ia.iter().chain(ib).collect();
     divmod_facts(&terms, &mut out);
+    product_bound_facts(&terms, &mut out);
     out
 }
 

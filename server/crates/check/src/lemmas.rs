@@ -605,6 +605,52 @@ pub fn divmod_facts(terms: &[&Term], out: &mut Vec<Term>) {
     }
 }
 
+/// Bounds of a remainder times a size (`(pos % o1) * s1`, a strided digit): `0 <= r < d` and
+/// `s >= 0` give `0 <= r·s <= d·s - s`, for every product in `terms` of a remainder `r` by `d`
+/// (C or Euclidean) and one other factor. Linear reasoning then bounds the digit
+/// `(pos % o1) * s1 + b1` by the size products a layout assumption names (`(o1 - 1) * s1 +
+/// b1 <= i1 - 1`), where the mixed-radix lemmas need the digit inside its row.
+pub fn product_bound_facts(terms: &[&Term], out: &mut Vec<Term>) {
+    fn collect(t: &Term, out: &mut Vec<(Term, Term, Term)>) {
+        for x in t.children() {
+            collect(x, out);
+        }
+        let Term::Mul(fs) = t else { return };
+        let [a, b] = &fs[..] else { return };
+        for (r, s) in [(a, b), (b, a)] {
+            if let Term::Rem(_, d) | Term::Mod(_, d) = r {
+                if as_int(d).is_none() && as_int(s).is_none() && per_thread(r) && !per_thread(s) {
+                    let found = (r.clone(), (**d).clone(), s.clone());
+                    if !out.contains(&found) {
+                        out.push(found);
+                    }
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for t in terms {
+        collect(t, &mut found);
+    }
+    for (r, d, s) in found.into_iter().take(16) {
+        let product = mul(r.clone(), s.clone());
+        push(
+            out,
+            Term::implies(
+                and(vec![
+                    le(int(0), r.clone()),
+                    lt(r, d.clone()),
+                    le(int(0), s.clone()),
+                ]),
+                and(vec![
+                    le(int(0), product.clone()),
+                    le(product, sub(mul(d, s.clone()), s)),
+                ]),
+            ),
+        );
+    }
+}
+
 fn push(out: &mut Vec<Term>, t: Term) {
     if !out.contains(&t) {
         out.push(t);
@@ -666,6 +712,28 @@ mod tests {
             ..Default::default()
         };
         matches!(solve(&q, &Limits::default()), Answer::Unsat)
+    }
+
+    /// A strided digit `(pos % o1) * s1`: bounded by the size product `o1 * s1 - s1`, for a C
+    /// and a Euclidean remainder, and the bound is valid.
+    #[test]
+    fn a_remainder_times_a_size_is_bounded_by_the_divisor_times_the_size() {
+        let (o1, s1) = (Term::var("param.o1"), Term::var("param.s1"));
+        for r in [
+            rem(Term::var("A.pos"), o1.clone()),
+            Term::Mod(Arc::new(Term::var("A.pos")), Arc::new(o1.clone())),
+        ] {
+            let index = add(mul(r.clone(), s1.clone()), Term::var("param.b1"));
+            let mut out = Vec::new();
+            product_bound_facts(&[&index], &mut out);
+            assert_eq!(out.len(), 1, "{out:?}");
+            assert!(show(&out[0]).contains(&show(&mul(o1.clone(), s1.clone()))));
+            assert!(valid(&out[0]), "not valid: {}", show(&out[0]));
+        }
+        // A size times a size is no digit.
+        let mut out = Vec::new();
+        product_bound_facts(&[&mul(o1, s1)], &mut out);
+        assert!(out.is_empty());
     }
 
     /// A lane split off by subtraction, `(r·c + j)·n + (x - (x / n)·n)`: the lane is `x % n`,
