@@ -520,6 +520,10 @@ impl Gen {
             "gid / (n + 1) * (n + 1) + gid % (n + 1)".into(),
             "gid / (n + 1) % 2 * (n + 1) + gid % (n + 1)".into(),
             "blockIdx.x * (n + 1) + threadIdx.x % (n + 1)".into(),
+            // A strided digit (a remainder times a size): inside a row wide enough for it,
+            // or past a row too narrow (rows meet).
+            "gid / (n + 1) * ((n + 1) * (n + 1)) + gid % (n + 1) * (n + 1)".into(),
+            "gid / (n + 1) * (n + 1) + gid % (n + 1) * (n + 1)".into(),
         ];
         if let Some((var, _, _)) = self.loop_vars.last().cloned() {
             choices.push(format!("gid + {var}"));
