@@ -17,12 +17,65 @@ use crate::terms::*;
 use cudarace_solver::Term;
 
 /// One execution of an access, with its terms after loop substitutions.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone)]
 pub struct Inst {
     /// Index into [`Protocol::accs`].
     pub acc: usize,
     pub index: Vec<Term>,
     pub guard: Term,
+    /// Loop counters whose value at this execution is not the shared head variable's: the
+    /// first iteration's accesses before its first barrier (`n = blockIdx.x`) and the next
+    /// iteration's in a wrap-around interval (`n + gridDim.x`). Head variable → its value here;
+    /// only for the witness (two executions that differ only here are one pair).
+    pub loop_at: Vec<(String, Term)>,
+}
+
+impl PartialEq for Inst {
+    fn eq(&self, o: &Inst) -> bool {
+        self.acc == o.acc && self.index == o.index && self.guard == o.guard
+    }
+}
+
+impl Eq for Inst {}
+
+impl std::hash::Hash for Inst {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.acc.hash(h);
+        self.index.hash(h);
+        self.guard.hash(h);
+    }
+}
+
+impl Inst {
+    /// `f` applied to every term.
+    fn map(&self, f: &mut dyn FnMut(&Term) -> Term) -> Inst {
+        Inst {
+            acc: self.acc,
+            index: self.index.iter().map(&mut *f).collect(),
+            guard: f(&self.guard),
+            loop_at: self
+                .loop_at
+                .iter()
+                .map(|(h, t)| (h.clone(), f(t)))
+                .collect(),
+        }
+    }
+
+    /// Records the loop counters of `values` (head → value at this execution) not recorded
+    /// yet.
+    fn at(mut self, values: &std::collections::HashMap<String, Term>) -> Inst {
+        let mut heads: Vec<&String> = values
+            .keys()
+            .filter(|h| crate::protocol::base_name(h).starts_with("loop."))
+            .collect();
+        heads.sort();
+        for h in heads {
+            if !self.loop_at.iter().any(|(x, _)| x == h) {
+                self.loop_at.push((h.clone(), values[h].clone()));
+            }
+        }
+        self
+    }
 }
 
 /// A barrier-free stretch: accesses plus conditions of the path it lies on.
@@ -55,17 +108,15 @@ impl Seg {
 
     fn map(&self, f: &mut dyn FnMut(&Term) -> Term) -> Seg {
         Seg {
-            insts: self
-                .insts
-                .iter()
-                .map(|i| Inst {
-                    acc: i.acc,
-                    index: i.index.iter().map(&mut *f).collect(),
-                    guard: f(&i.guard),
-                })
-                .collect(),
+            insts: self.insts.iter().map(|i| i.map(&mut *f)).collect(),
             conds: self.conds.iter().map(&mut *f).collect(),
         }
+    }
+
+    /// Each access's loop counters of `values` (see [`Inst::loop_at`]).
+    fn at(mut self, values: &std::collections::HashMap<String, Term>) -> Seg {
+        self.insts = self.insts.into_iter().map(|i| i.at(values)).collect();
+        self
     }
 
     fn with_cond(mut self, c: &Term) -> Seg {
@@ -266,6 +317,7 @@ fn collect_in(p: &Protocol, nodes: &[Node], in_loop: bool, out: &mut Vec<Inst>) 
                         acc: *i,
                         index: a.index.clone(),
                         guard: a.guard.clone(),
+                        loop_at: Vec::new(),
                     });
                 }
             }
@@ -283,11 +335,7 @@ fn collect_in(p: &Protocol, nodes: &[Node], in_loop: bool, out: &mut Vec<Inst>) 
                 let mut inner = Vec::new();
                 collect_in(p, &l.body, true, &mut inner);
                 let mut f = dealign(l.fresh_range);
-                out.extend(inner.into_iter().map(|i| Inst {
-                    acc: i.acc,
-                    index: i.index.iter().map(&mut f).collect(),
-                    guard: f(&i.guard),
-                }));
+                out.extend(inner.into_iter().map(|i| i.map(&mut f)));
             }
         }
     }
@@ -372,6 +420,7 @@ fn summarize_node(p: &Protocol, n: &Node, counts: Counts, stop: Stop) -> Summary
                                 acc: i.acc,
                                 index: i.index.clone(),
                                 guard: and(g),
+                                loop_at: i.loop_at.clone(),
                             });
                         }
                     }
@@ -477,7 +526,7 @@ fn summarize_loop(p: &Protocol, l: &LoopNode, counts: Counts, stop: Stop) -> Sum
     }
     let start: Vec<Seg> = map_all(&b.start, &mut |t| first(t))
         .into_iter()
-        .map(|s| s.with_cond(&l.enter))
+        .map(|s| s.at(&l.first).with_cond(&l.enter))
         .collect();
     // The wrap-around interval: iteration x's last interval with x+1's first. When one side has
     // no access, the other side at an arbitrary iteration is the same set of pairs (and the
@@ -499,7 +548,10 @@ fn summarize_loop(p: &Protocol, l: &LoopNode, counts: Counts, stop: Stop) -> Sum
             })
             .collect()
     } else {
-        let next_start = map_all(&b.start, &mut |t| next(t));
+        let next_start: Vec<Seg> = map_all(&b.start, &mut |t| next(t))
+            .into_iter()
+            .map(|s| s.at(&l.next.heads))
+            .collect();
         product(&b.end, &next_start)
     };
     let end: Vec<Seg> = b.end.into_iter().map(|s| s.with_cond(&l.exit)).collect();

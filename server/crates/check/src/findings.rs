@@ -69,6 +69,7 @@ fn race_finding(
         structural,
         unknowns,
         cells,
+        loops,
         same_value,
         assumed,
         preconditions,
@@ -80,10 +81,11 @@ fn race_finding(
     else {
         return None;
     };
-    let chosen = cells
+    let chosen_at = cells
         .iter()
-        .find(|(d, _)| witness::eval_bool(d, model) == Some(true))
-        .or(cells.first());
+        .position(|(d, _)| witness::eval_bool(d, model) == Some(true))
+        .or((!cells.is_empty()).then_some(0));
+    let chosen = chosen_at.and_then(|i| cells.get(i));
     // The witness needs no unknown value when its way of meeting holds whatever they are (an
     // unknown only on a branch the witness does not take, e.g. an index table's "no thread
     // wrote this slot").
@@ -112,6 +114,25 @@ fn race_finding(
         .map(|(n, v)| (n.clone(), *v))
         .collect();
     let mut w = witness::extract(&shown, 0);
+    // A counter whose value at a thread's access is not its variable's (the first iteration,
+    // the next one across the loop's last barrier): the value at the access.
+    for (th, var, value) in chosen_at.and_then(|i| loops.get(i)).into_iter().flatten() {
+        let (Term::Var(name), Some(v)) = (var, witness::eval_int(value, model)) else {
+            continue;
+        };
+        // Only counters the witness shows (the way the pair meets names them).
+        let Some(key) = witness::loop_key(name).filter(|k| {
+            w.thread_a.loop_vars.contains_key(k) || w.thread_b.loop_vars.contains_key(k)
+        }) else {
+            continue;
+        };
+        let thread = if *th == 'A' {
+            &mut w.thread_a
+        } else {
+            &mut w.thread_b
+        };
+        thread.loop_vars.insert(key, v);
+    }
     w.cell = chosen
         .map(|(_, c)| {
             c.iter()

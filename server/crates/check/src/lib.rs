@@ -150,6 +150,10 @@ enum Item {
         unknowns: std::collections::BTreeSet<String>,
         /// Per disjunct of the query: the disjunct and thread A's cell in it (for the witness).
         cells: Vec<(Term, Vec<Term>)>,
+        /// Per disjunct (same order): loop counters whose value at a thread's access is not
+        /// their variable's (see [`align::Inst::loop_at`]): the thread, the variable as the
+        /// query names it, its value there.
+        loops: Vec<Vec<(char, Term, Term)>>,
         same_value: Option<i64>,
         /// What breaking each plausibility assumption of the query means (same order as the
         /// query's `assumptions`).
@@ -598,6 +602,7 @@ pub fn plan_kernel_until(
         // the disjunction of the scopes' (e.g. "same block, other thread" or "other block").
         let mut cores: Vec<(Term, Vec<Scope>)> = Vec::new();
         let mut cells: Vec<Vec<Term>> = Vec::new();
+        let mut loops: Vec<Vec<(char, Term, Term)>> = Vec::new();
         for (scope, m) in &ms {
             let (core, cell) = enc.race_core(*scope, m, &mut unrelated);
             if core == Term::Bool(false) {
@@ -612,6 +617,18 @@ pub fn plan_kernel_until(
                 None => {
                     cores.push((core, vec![*scope]));
                     cells.push(cell);
+                    let mut at = Vec::new();
+                    for (th, inst) in [('A', &m.a), ('B', &m.b)] {
+                        for (head, value) in &inst.loop_at {
+                            let var = Term::Var(head.clone().into());
+                            at.push((
+                                th,
+                                encode::rename(*scope, th, &var),
+                                encode::rename(*scope, th, value),
+                            ));
+                        }
+                    }
+                    loops.push(at);
                 }
             }
         }
@@ -641,13 +658,18 @@ pub fn plan_kernel_until(
             }
         }
         type Core = (Term, Vec<Scope>);
-        let kept: Vec<(Core, Vec<Term>)> = cores
+        /// A thread, a loop counter as the query names it, its value at the thread's access.
+        type LoopAt = Vec<(char, Term, Term)>;
+        type Kept = ((Core, Vec<Term>), LoopAt);
+        let kept: Vec<Kept> = cores
             .into_iter()
             .zip(cells)
+            .zip(loops)
             .zip(keep)
             .filter(|(_, k)| *k)
             .map(|(c, _)| c)
             .collect();
+        let (kept, loops): (Vec<(Core, Vec<Term>)>, Vec<LoopAt>) = kept.into_iter().unzip();
         let (cores, cells): (Vec<Core>, Vec<Vec<Term>>) = kept.into_iter().unzip();
         let disjuncts: Vec<Term> = cores
             .into_iter()
@@ -672,6 +694,14 @@ pub fn plan_kernel_until(
             ));
         }
         let n_disj = disjuncts.len();
+        // Then each disjunct's loop counters (variable, value), renamed like the query.
+        let loops_start = extra.len();
+        for at in &loops {
+            for (_, var, value) in at {
+                extra.push(var.clone());
+                extra.push(value.clone());
+            }
+        }
         // Plausibility assumptions of this pair: the kernel's (parameters, launch) and the
         // cell's, renamed like the query after the disjuncts and cells.
         let ways: Vec<(Term, Vec<Term>)> = disjuncts.iter().cloned().zip(cells.clone()).collect();
@@ -773,6 +803,19 @@ pub fn plan_kernel_until(
                 )
             })
             .collect();
+        let mut next = loops_start;
+        let witness_loops: Vec<Vec<(char, Term, Term)>> = loops
+            .iter()
+            .map(|at| {
+                at.iter()
+                    .filter_map(|(th, _, _)| {
+                        let (var, value) = (extra.get(next)?, extra.get(next + 1)?);
+                        next += 2;
+                        Some((*th, var.clone(), value.clone()))
+                    })
+                    .collect()
+            })
+            .collect();
         let mut structural = Vec::new();
         if unrelated {
             structural.push(
@@ -805,6 +848,7 @@ pub fn plan_kernel_until(
             structural,
             unknowns,
             cells: witness_cells,
+            loops: witness_loops,
             same_value,
             assumed,
             preconditions,

@@ -504,6 +504,23 @@ fn aligning_finds_the_race_between_iterations() {
     assert_eq!(race_lines(&r), vec![(2, 4)]);
 }
 
+/// The wrap-around race meets iteration `i`'s read with iteration `i + 1`'s write: the witness
+/// shows each thread's own iteration, not the shared counter's value for both.
+#[test]
+fn a_race_between_iterations_shows_each_threads_iteration() {
+    let r = run(&cross_iteration(false));
+    let f = &r.findings[0];
+    let (a, b) = (&f.witness.thread_a.loop_vars, &f.witness.thread_b.loop_vars);
+    let b_line = f.related.first().map(|x| line_of(x.span));
+    assert_eq!((line_of(f.span), b_line), (2, Some(4)), "{f:?}");
+    assert_eq!(
+        a.get("i").copied(),
+        b.get("i").map(|i| i + 1),
+        "the writer runs the next iteration: {:?}",
+        f.witness
+    );
+}
+
 #[test]
 fn aligning_barrier_at_loop_end_fixes_it() {
     let r = run(&cross_iteration(true));

@@ -13,6 +13,16 @@ fn dim(d: &str) -> Option<usize> {
     }
 }
 
+/// The witness's name of a loop variable from its query name, shared (`loop.i`) or one
+/// thread's (`A.loop.i#2`).
+pub fn loop_key(name: &str) -> Option<String> {
+    let rest = name
+        .strip_prefix("A.")
+        .or_else(|| name.strip_prefix("B."))
+        .unwrap_or(name);
+    loop_name(rest)
+}
+
 /// The source name of a loop variable from its query name (`loop.i`, `loop.i#2`).
 fn loop_name(rest: &str) -> Option<String> {
     rest.strip_prefix("loop.").map(|s| s.to_string())
