@@ -179,10 +179,18 @@ pub(crate) fn probe_implausible(
     enc: &Encoder,
 ) -> Option<(Solver, Answer)> {
     let regular: Vec<Vec<(String, i64)>> = query.probes.iter().map(|s| probe_values(s)).collect();
+    // A value every probe set gives alike is one the query fixes (a launch site's constant, see
+    // the encoder's probe sets): negated, it contradicts the query.
+    let fixed = |i: usize| {
+        regular.len() > 1
+            && regular
+                .iter()
+                .all(|v| v.get(i).map(|x| x.1) == regular[0].get(i).map(|x| x.1))
+    };
     let mut negated_sets = Vec::new();
     for values in regular.iter().take(IMPLAUSIBLE_PROBE_SETS) {
         for i in 0..values.len() {
-            if values[i].1 > 0 {
+            if values[i].1 > 0 && !fixed(i) {
                 let mut negated = values.clone();
                 negated[i].1 = -negated[i].1;
                 negated_sets.push(negated);
