@@ -448,6 +448,11 @@ pub(super) fn class_def<'t>(spec: Node<'t>, name: &str, file: FileId, text: &str
                     );
                     continue;
                 }
+                // `enum { FILL = 0, DRAIN = 1 };`: a nested enum, whose enumerators are
+                // constants (collected with the file's enums), not a member.
+                if decls.is_empty() && ty.kind() == "enum_specifier" {
+                    continue;
+                }
                 if decls.is_empty() {
                     unmodelled(&mut class, "anonymous members are not modelled");
                     continue;
