@@ -237,6 +237,10 @@ pub(super) fn class_def<'t>(spec: Node<'t>, name: &str, file: FileId, text: &str
     };
     let unmodelled = |class: &mut ClassDef, why: &str| {
         if class.unmodelled.is_none() {
+            // For triage: why a class's methods stay opaque (`CUDARACE_DEBUG_CLASSES=1`).
+            if std::env::var_os("CUDARACE_DEBUG_CLASSES").is_some() {
+                eprintln!("class {name} not modelled: {why}");
+            }
             class.unmodelled = Some(why.to_string());
         }
     };
