@@ -440,11 +440,11 @@ pub(super) fn class_def<'t>(spec: Node<'t>, name: &str, file: FileId, text: &str
                     "struct_specifier" | "class_specifier" | "union_specifier"
                 ) && ty.child_by_field_name("body").is_some()
                 {
-                    if decls.is_empty()
-                        && ty.kind() != "union_specifier"
-                        && ty.child_by_field_name("name").is_some()
-                    {
-                        continue; // a nested type definition
+                    // A named nested type (`union _TempStorage { … };`, `struct Node { … };`)
+                    // is a type definition, no member; only a nameless one (`union { … };`)
+                    // puts its members into the class.
+                    if decls.is_empty() && ty.child_by_field_name("name").is_some() {
+                        continue;
                     }
                     unmodelled(
                         &mut class,
