@@ -58,12 +58,7 @@ pub(crate) fn probe(
         // witness that breaks no more than it must, whose condition names only that), then
         // with none.
         let kept: Vec<Term> = if breaks {
-            query
-                .assumptions
-                .iter()
-                .filter(|a| closed_bool(a, &values, 0) != Some(false))
-                .cloned()
-                .collect()
+            unbroken(query, &values, None)
         } else {
             query.assumptions.clone()
         };
@@ -95,6 +90,17 @@ pub(crate) fn probe(
         }
     }
     Err(fallback)
+}
+
+/// The query's assumptions that `values` do not break by themselves, but the one at `skip`.
+fn unbroken(query: &Query, values: &[(String, i64)], skip: Option<usize>) -> Vec<Term> {
+    query
+        .assumptions
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| Some(*i) != skip && closed_bool(a, values, 0) != Some(false))
+        .map(|(_, a)| a.clone())
+        .collect()
 }
 
 /// The `name == value` equalities of a probe set as pairs.
@@ -213,13 +219,7 @@ pub(crate) fn probe_implausible(
             if closed_bool(a, values, 0).is_some() {
                 continue;
             }
-            let kept: Vec<Term> = query
-                .assumptions
-                .iter()
-                .enumerate()
-                .filter(|(i, a)| *i != f && closed_bool(a, values, 0) != Some(false))
-                .map(|(_, a)| a.clone())
-                .collect();
+            let kept = unbroken(query, values, Some(f));
             if kept.len() + 1 == query.assumptions.len() {
                 without_layout.push((1, values.clone(), kept));
             }
@@ -229,12 +229,7 @@ pub(crate) fn probe_implausible(
         .into_iter()
         .chain(negated_sets)
         .filter_map(|values| {
-            let kept: Vec<Term> = query
-                .assumptions
-                .iter()
-                .filter(|a| closed_bool(a, &values, 0) != Some(false))
-                .cloned()
-                .collect();
+            let kept = unbroken(query, &values, None);
             let broken = query.assumptions.len() - kept.len();
             (broken > 0).then_some((broken, values, kept))
         })
