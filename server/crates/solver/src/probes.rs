@@ -18,13 +18,15 @@ const PROBE_SHARE: u64 = 50;
 
 /// The query's [`Query::probes`] (those of `sets`; `key`: the query's, for [`Progress`]), each
 /// with the assumptions and the preferred constraints (a small witness), on a small budget: the
-/// first model found, if any (it satisfies the query and every assumption). The probed values are substituted while the formulas are built, so that
-/// a division by a probed variable is one by a constant, which the solver handles linearly; the
-/// equalities themselves are asserted too, for the model's values.
+/// first model found, if any (it satisfies the query and every assumption). The probed values
+/// are substituted while the formulas are built, so that a division by a probed variable is one
+/// by a constant, which the solver handles linearly; the equalities themselves are asserted
+/// too, for the model's values.
 ///
 /// Probed values that break an assumption by themselves (`s3 + l3 <= d3` with every size 2)
-/// cannot give a plausible witness: those are probed without the assumptions instead, and the
-/// first such model is returned as the fallback witness (`Err`), for when the checks do not
+/// cannot give a plausible witness: those are probed with the assumptions they leave standing,
+/// then without any, and the first such model is returned as the fallback witness (`Err`), for
+/// when the checks do not
 /// decide in time whether a plausible one exists (the layout of a mixed-radix index with
 /// symbolic radices is hard to prove injective); the caller then reports the assumptions it
 /// breaks. The timer stays armed for it. `fallback`: one an earlier call found.
