@@ -133,10 +133,13 @@ pub(crate) fn small_ranges(query: &Query) -> Option<Vec<Case>> {
 }
 
 /// The constant assignments of a disjunction `a` (one per distinct disjunct), when each
-/// disjunct fixes a variable of `nonlinear`.
+/// disjunct fixes a variable of `nonlinear`. When there are more than [`MAX_CASES`] of them
+/// (eighteen launch sites of a template over colours, images per thread and a bounds check),
+/// their values of the `nonlinear` variables alone, when those are few (`ipt` in 1, 2, 4): each
+/// model still satisfies a disjunct, so it has one of those values.
 fn disjunction_cases(a: &Term, nonlinear: &BTreeSet<String>) -> Option<Vec<Case>> {
     let Term::Or(ds) = a else { return None };
-    if ds.len() < 2 || ds.len() > MAX_CASES {
+    if ds.len() < 2 || ds.len() > MAX_DISJUNCTS {
         return None;
     }
     let mut cases: Vec<Case> = Vec::new();
@@ -152,8 +155,24 @@ fn disjunction_cases(a: &Term, nonlinear: &BTreeSet<String>) -> Option<Vec<Case>
             cases.push(fixed);
         }
     }
-    Some(cases)
+    if cases.len() <= MAX_CASES {
+        return Some(cases);
+    }
+    let mut projected: Vec<Case> = Vec::new();
+    for c in cases {
+        let p: Case = c
+            .into_iter()
+            .filter(|(n, _)| nonlinear.contains(n.as_str()))
+            .collect();
+        if !projected.contains(&p) {
+            projected.push(p);
+        }
+    }
+    (projected.len() <= MAX_CASES).then_some(projected)
 }
+
+/// A disjunction of more disjuncts is not split (its cases are looked for among this many).
+const MAX_DISJUNCTS: usize = 64;
 
 /// The `var == constant` conjuncts of `t` (a disjunct).
 fn fixed_values(t: &Term, out: &mut Vec<(String, i64)>) {
@@ -262,6 +281,21 @@ mod tests {
                 vec![("h".to_string(), 8), ("w".to_string(), 32)],
             ]
         );
+    }
+
+    #[test]
+    fn many_sites_are_cases_of_their_nonlinear_values() {
+        // Eighteen sites: `w` (a divisor) takes 64 or 32, `h` (linear) eighteen values. The
+        // cases are the two values of `w` alone.
+        let sites: Vec<Term> = (0..18)
+            .map(|i| case(if i % 2 == 0 { 64 } else { 32 }, i))
+            .collect();
+        let q = query(vec![
+            Term::Or(sites.into()),
+            Term::eq(Term::Div(v("x").into(), v("w").into()), v("y")),
+        ]);
+        let w = |k| vec![("w".to_string(), k)];
+        assert_eq!(finite_cases(&q), Some(vec![w(64), w(32)]));
     }
 
     #[test]
