@@ -138,7 +138,7 @@ fn analyze_ir_until(
     pool: &SolverPool,
     file_deadline: Instant,
 ) -> Vec<KernelReport> {
-    let stages: Vec<Stage> = ir
+    let kernels: Vec<&Kernel> = ir
         .kernels
         .iter()
         .filter(|k| {
@@ -146,7 +146,15 @@ fn analyze_ir_until(
                 .as_ref()
                 .is_none_or(|name| k.name == *name || k.base_name() == name)
         })
-        .map(|k| first_pass(ir, k, opts, pool, Some(file_deadline)))
+        .collect();
+    let count = kernels.len();
+    let stages: Vec<Stage> = kernels
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let slice = first_pass_kernel_time(file_deadline, count - i);
+            first_pass(ir, k, opts, pool, Some(file_deadline), slice)
+        })
         .collect();
     let order = second_pass_order(&stages);
     let mut reports: Vec<Option<KernelReport>> = (0..stages.len()).map(|_| None).collect();
@@ -204,7 +212,14 @@ pub fn analyze_kernel_until(
     pool: &SolverPool,
     file_deadline: Option<Instant>,
 ) -> KernelReport {
-    match first_pass(ir, kernel, opts, pool, file_deadline) {
+    match first_pass(
+        ir,
+        kernel,
+        opts,
+        pool,
+        file_deadline,
+        FIRST_PASS_KERNEL_TIME,
+    ) {
         Stage::Done(report) => report,
         Stage::Pending(p) => second_pass(p, opts, pool, file_deadline),
     }
@@ -215,8 +230,23 @@ pub fn analyze_kernel_until(
 /// are not mostly run to the full limit.
 pub const FIRST_PASS_QUERY_TIME: Duration = Duration::from_millis(250);
 
-/// The time one kernel's queries get in the first pass (planning aside).
+/// The time one kernel's queries get in the first pass (planning aside), at most.
 pub const FIRST_PASS_KERNEL_TIME: Duration = Duration::from_millis(500);
+
+/// The first pass's time for each of `left` kernels still to plan (this one included), from
+/// what is left of the file's budget: at most [`FIRST_PASS_KERNEL_TIME`], and no more than half
+/// of the budget shared among them, so that the second pass gets the other half. Twenty kernels
+/// of slow queries (cuda-convnet2's `conv_util.cu`) spent the whole budget in the first pass at
+/// 500 ms each, and the one-query kernels the full limit decides in 0.2 s never got it.
+fn first_pass_kernel_time(file_deadline: Instant, left: usize) -> Duration {
+    let remaining = file_deadline.saturating_duration_since(Instant::now());
+    let share = remaining / (2 * left.max(1)) as u32;
+    share.clamp(MIN_FIRST_PASS_KERNEL_TIME, FIRST_PASS_KERNEL_TIME)
+}
+
+/// The first pass's time for a kernel however many kernels share the budget: most kernels of
+/// real code are decided in a few milliseconds.
+const MIN_FIRST_PASS_KERNEL_TIME: Duration = Duration::from_millis(100);
 
 /// With a second pass to come, the first gives a kernel's queries a slice of time from the
 /// end of its planning (`planned`), within its `deadline`: what is not answered by then is
@@ -224,8 +254,13 @@ pub const FIRST_PASS_KERNEL_TIME: Duration = Duration::from_millis(500);
 /// planning, because a kernel of hundreds of pairs can spend 0.5 s encoding them: it then got
 /// no answer in the first pass and came last in the second (LBPM's lattice kernels under the
 /// file's budget).
-fn first_pass_slice(planned: Instant, deadline: Instant, spent: Spent) -> (Instant, Spent) {
-    match planned + FIRST_PASS_KERNEL_TIME {
+fn first_pass_slice(
+    planned: Instant,
+    slice: Duration,
+    deadline: Instant,
+    spent: Spent,
+) -> (Instant, Spent) {
+    match planned + slice {
         slice if slice < deadline => (slice, Spent::FirstPass),
         _ => (deadline, spent),
     }
@@ -273,6 +308,7 @@ fn first_pass<'k>(
     opts: &Options,
     pool: &SolverPool,
     file_deadline: Option<Instant>,
+    slice: Duration,
 ) -> Stage<'k> {
     let started = Instant::now();
     let elapsed_ms = || started.elapsed().as_secs_f64() * 1000.0;
@@ -305,7 +341,7 @@ fn first_pass<'k>(
     };
     let two_passes = first.timeout_ms < full.timeout_ms;
     let (deadline, spent) = if two_passes {
-        first_pass_slice(Instant::now(), deadline, spent)
+        first_pass_slice(Instant::now(), slice, deadline, spent)
     } else {
         (deadline, spent)
     };
@@ -929,13 +965,26 @@ mod tests {
         let started = Instant::now();
         let planned = started + Duration::from_millis(900);
         let far = started + Duration::from_secs(60);
-        let (until, spent) = first_pass_slice(planned, far, Spent::Kernel);
+        let (until, spent) = first_pass_slice(planned, FIRST_PASS_KERNEL_TIME, far, Spent::Kernel);
         assert_eq!(until, planned + FIRST_PASS_KERNEL_TIME);
         assert!(matches!(spent, Spent::FirstPass));
         let near = planned + Duration::from_millis(100);
-        let (until, spent) = first_pass_slice(planned, near, Spent::File);
+        let (until, spent) = first_pass_slice(planned, FIRST_PASS_KERNEL_TIME, near, Spent::File);
         assert_eq!(until, near);
         assert!(matches!(spent, Spent::File));
+    }
+
+    /// Many kernels share half of the file's budget in the first pass; a few get the full
+    /// slice each, and none less than the minimum.
+    #[test]
+    fn the_first_pass_leaves_half_the_budget_to_the_second() {
+        let deadline = Instant::now() + Duration::from_secs(8);
+        let many = first_pass_kernel_time(deadline, 20);
+        assert!(many <= Duration::from_millis(200), "{many:?}");
+        assert!(many >= Duration::from_millis(150), "{many:?}");
+        assert_eq!(first_pass_kernel_time(deadline, 2), FIRST_PASS_KERNEL_TIME);
+        let late = Instant::now() + Duration::from_millis(10);
+        assert_eq!(first_pass_kernel_time(late, 5), MIN_FIRST_PASS_KERNEL_TIME);
     }
 
     #[test]
