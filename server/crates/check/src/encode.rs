@@ -9,8 +9,8 @@
 use crate::align::Inst;
 use crate::launch::{DimSpec, Launch};
 use crate::lemmas::{
-    divmod_facts, equal_candidates, product_bound_facts, quotient_lemma, radix_lemmas,
-    rotation_lemma,
+    divmod_facts, equal_candidates, product_bound_facts, quotient_bound_facts, quotient_lemma,
+    radix_lemmas, rotation_lemma,
 };
 use crate::protocol::{var_key, Protocol};
 use crate::split::AccessPair;
@@ -239,6 +239,11 @@ impl<'a> Encoder<'a> {
                 parts.extend(row_lemmas(x, y));
             }
             parts.extend(index_lemmas(&ia, &ib));
+            let terms: Vec<&Term> = ia.iter().chain(&ib).collect();
+            let guards: Vec<&Term> = parts.iter().take(2).collect();
+            let mut bounds = Vec::new();
+            quotient_bound_facts(&terms, &guards, &mut bounds);
+            parts.extend(bounds);
         }
         let lemmas = self.distinct_lemmas(scope, &parts);
         parts.extend(lemmas);
@@ -958,6 +963,19 @@ fn index_lemmas(ia: &[Term], ib: &[Term]) -> Vec<Term> {
     let terms: Vec<&Term> = ia.iter().chain(ib).collect();
     divmod_facts(&terms, &mut out);
     product_bound_facts(&terms, &mut out);
+    // For triage: what the solver is told about a pair's indices.
+    if std::env::var_os("CUDARACE_DEBUG_LEMMAS").is_some() {
+        for (x, y) in ia.iter().zip(ib) {
+            eprintln!(
+                "lemmas for {} == {}:",
+                crate::terms::show(x),
+                crate::terms::show(y)
+            );
+        }
+        for l in &out {
+            eprintln!("  {}", crate::terms::show(l));
+        }
+    }
     out
 }
 

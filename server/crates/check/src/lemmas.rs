@@ -651,6 +651,52 @@ pub fn product_bound_facts(terms: &[&Term], out: &mut Vec<Term>) {
     }
 }
 
+/// Bounds of a quotient by the guard on its dividend: `0 <= a < m·d` and `d >= 1` give
+/// `a / d < m`, for every division `a / d` (by a non-constant) in `terms` whose dividend a
+/// conjunct of `guards` bounds by a product with the factor `d` (`i / npoints` in a loop
+/// `i < c * npoints`: the channel `i / npoints` is below `c`). Valid for C division: a
+/// non-negative quotient truncates `a / d < m`. Linear reasoning then puts the quotient inside
+/// its row (`bid * c + i / npoints`), which it cannot derive from `a < m·d` itself.
+pub fn quotient_bound_facts(terms: &[&Term], guards: &[&Term], out: &mut Vec<Term>) {
+    let mut divs = Vec::new();
+    for t in terms {
+        collect_divs(t, &mut divs);
+    }
+    let mut bounds: Vec<(Term, Term)> = Vec::new();
+    let mut stack: Vec<&Term> = guards.to_vec();
+    while let Some(g) = stack.pop() {
+        match g {
+            Term::And(ts) => stack.extend(ts.iter()),
+            Term::Lt(a, m) if matches!(**m, Term::Mul(_)) => {
+                bounds.push(((**a).clone(), (**m).clone()))
+            }
+            _ => {}
+        }
+    }
+    let mut added = 0;
+    for t in &divs {
+        let Term::Div(a, d) = t else { continue };
+        for (x, m) in &bounds {
+            if x != &**a || added >= 16 {
+                continue;
+            }
+            let Some(q) = cofactor(m, d) else { continue };
+            added += 1;
+            push(
+                out,
+                Term::implies(
+                    and(vec![
+                        le(int(1), (**d).clone()),
+                        le(int(0), (**a).clone()),
+                        lt((**a).clone(), m.clone()),
+                    ]),
+                    lt(t.clone(), q),
+                ),
+            );
+        }
+    }
+}
+
 fn push(out: &mut Vec<Term>, t: Term) {
     if !out.contains(&t) {
         out.push(t);
@@ -733,6 +779,41 @@ mod tests {
         // A size times a size is no digit.
         let mut out = Vec::new();
         product_bound_facts(&[&mul(o1, s1)], &mut out);
+        assert!(out.is_empty());
+    }
+
+    /// A channel `i / points` of a loop `i < channels * points` is below `channels`, and the
+    /// bound is valid; a guard by a product without the divisor gives nothing.
+    #[test]
+    fn a_quotient_is_below_the_cofactor_of_its_dividends_bound() {
+        let (i, c, p) = (
+            Term::var("A.i"),
+            Term::var("param.channels"),
+            Term::var("param.points"),
+        );
+        let index = add(
+            mul(div(i.clone(), p.clone()), Term::var("param.w")),
+            rem(i.clone(), p.clone()),
+        );
+        let guard = and(vec![
+            le(int(0), i.clone()),
+            lt(i.clone(), mul(c.clone(), p.clone())),
+        ]);
+        let mut out = Vec::new();
+        quotient_bound_facts(&[&index], &[&guard], &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(
+            show(&out[0]).ends_with(&format!(
+                "{})",
+                show(&lt(div(i.clone(), p.clone()), c.clone()))
+            )),
+            "{}",
+            show(&out[0])
+        );
+        assert!(valid(&out[0]), "not valid: {}", show(&out[0]));
+        let other = lt(i, mul(c, Term::var("param.rows")));
+        let mut out = Vec::new();
+        quotient_bound_facts(&[&index], &[&other], &mut out);
         assert!(out.is_empty());
     }
 
