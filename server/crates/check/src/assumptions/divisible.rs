@@ -15,7 +15,10 @@
 //!   into the next row: `c` is written to be a multiple of `K`;
 //! - a parameter divided by `K` as the factor of a product (`(ldb / 32) * row`): a row of
 //!   `ldb` units counted in words of `K`, whose last word would be shared by two rows unless
-//!   `ldb` is a multiple of `K`.
+//!   `ldb` is a multiple of `K`;
+//! - the same with a parameter for `K` (`(W / window) * row`): a row of `W` pixels counted in
+//!   windows of `window` (Swin's shifted-window partition), whose last window would reach into
+//!   the next row unless `W` is a multiple of `window`.
 //!
 //! Such sizes are padded on the host (darknet aligns its bit rows to 32 and its channels to
 //! packs of 32). A race that needs a size that is not a multiple is conditional, `only if
@@ -28,25 +31,40 @@ use cudarace_solver::Term;
 use std::collections::BTreeMap;
 
 /// How deep the locals of an index are followed.
-const MAX_DEPTH: u32 = 8;
+const MAX_DEPTH: u32 = 16;
+
+/// What a size is cut into: packs of a constant, or of a parameter's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Pack {
+    Constant(i64),
+    Param(String),
+}
 
 /// The `divisible-sizes` assumptions of a kernel (see the module documentation).
 pub fn divisible_size_assumptions(kernel: &Kernel) -> Vec<Assumption> {
     let once = assigned_once(kernel);
-    let mut found: Vec<(String, i64)> = Vec::new();
+    let mut found: Vec<(String, Pack)> = Vec::new();
     visit_accesses(&kernel.body, &mut |index| {
         scan(kernel, &once, index, 0, &mut found);
     });
+    let param = |name: &str| Term::Var(format!("param.{name}").into());
     found
         .into_iter()
-        .map(|(name, k)| {
-            let p = Term::Var(format!("param.{name}").into());
+        .map(|(name, pack)| {
+            let p = param(&name);
+            let (k, text, mut subjects) = match pack {
+                Pack::Constant(k) => (int(k), format!("{name} % {k} != 0"), vec![]),
+                Pack::Param(q) => (param(&q), format!("{name} % {q} != 0"), vec![q]),
+            };
+            subjects.insert(0, name);
             Assumption {
-                term: or(vec![le(p.clone(), int(0)), eq(modulo(p, int(k)), int(0))]),
-                broken: Broken::Layout {
-                    text: format!("{name} % {k} != 0"),
-                    subjects: vec![name],
-                },
+                // A pack of no positive size is no layout (`k <= 0` breaks other assumptions).
+                term: or(vec![
+                    le(p.clone(), int(0)),
+                    le(k.clone(), int(0)),
+                    eq(modulo(p, k), int(0)),
+                ]),
+                broken: Broken::Layout { text, subjects },
             }
         })
         .collect()
@@ -76,17 +94,23 @@ fn constant_factor(once: &BTreeMap<LocalId, Expr>, e: &Expr) -> Option<i64> {
     }
 }
 
-/// `(P, K)` for a parameter `P` divided by a constant `K >= 2` (`ldb / 32`).
-fn param_by_constant(
+/// `(P, K)` for a parameter `P` divided by a constant `K >= 2` (`ldb / 32`) or by another
+/// parameter (`W / window`).
+fn param_by_pack(
     kernel: &Kernel,
     once: &BTreeMap<LocalId, Expr>,
     e: &Expr,
-) -> Option<(String, i64)> {
+) -> Option<(String, Pack)> {
     match resolved(once, e) {
-        Expr::Binary(BinOp::Div, p, k) => match strip_casts(k) {
-            Expr::Int(k) if *k >= 2 => Some((int_param(kernel, p)?, *k)),
-            _ => None,
-        },
+        Expr::Binary(BinOp::Div, p, k) => {
+            let p = int_param(kernel, p)?;
+            match strip_casts(k) {
+                Expr::Int(k) if *k >= 2 => Some((p, Pack::Constant(*k))),
+                k => int_param(kernel, k)
+                    .filter(|q| *q != p)
+                    .map(|q| (p, Pack::Param(q))),
+            }
+        }
         _ => None,
     }
 }
@@ -96,12 +120,12 @@ fn scan(
     once: &BTreeMap<LocalId, Expr>,
     e: &Expr,
     depth: u32,
-    found: &mut Vec<(String, i64)>,
+    found: &mut Vec<(String, Pack)>,
 ) {
     if depth > MAX_DEPTH {
         return;
     }
-    let mut push = |x: (String, i64)| {
+    let mut push = |x: (String, Pack)| {
         if !found.contains(&x) {
             found.push(x);
         }
@@ -116,13 +140,13 @@ fn scan(
         // `(x * K) % P`, `(x * K) / P`: packs of `K` over `P`.
         Expr::Binary(BinOp::Div | BinOp::Rem, x, p) => {
             if let (Some(k), Some(name)) = (constant_factor(once, x), int_param(kernel, p)) {
-                push((name, k));
+                push((name, Pack::Constant(k)));
             }
         }
         // `(P / K) * x`: rows of `P` counted in words of `K`.
         Expr::Binary(BinOp::Mul, a, b) => {
             for f in [a, b] {
-                if let Some(x) = param_by_constant(kernel, once, f) {
+                if let Some(x) = param_by_pack(kernel, once, f) {
                     push(x);
                 }
             }
