@@ -826,6 +826,27 @@ impl Gen {
                     bs.to_string()
                 };
                 let v = self.value();
+                if self.rng.chance(25) {
+                    // A block's batch of `2 * (n + 1)` cells walked block-stride and cut into a
+                    // channel `c / (n + 1)` (below 2 by the loop's guard) and a point: a cell per
+                    // thread and iteration, unless the loop runs a channel too far (`3 * (n +
+                    // 1)`: the next block's first channel).
+                    let channels = if self.rng.chance(70) { 2 } else { 3 };
+                    self.line(
+                        indent,
+                        &format!(
+                            "for (int {var} = tid; {var} < {channels} * (n + 1); {var} += {bs}) {{"
+                        ),
+                    );
+                    self.line(
+                        indent + 1,
+                        &format!(
+                            "g[blockIdx.x * (2 * (n + 1)) + {var} / (n + 1) * (n + 1) + {var} % (n + 1)] = {v};"
+                        ),
+                    );
+                    self.line(indent, "}");
+                    return;
+                }
                 if self.rng.chance(40) {
                     // Two counters stepping together: a chunk count next to the index (the
                     // index is the count's linear function, `gid + c * stride`).
@@ -1026,6 +1047,7 @@ mod tests {
             "g[gid] =",
             "gid / (n + 1) * (n + 1) + gid % (n + 1)",
             "% 2 * (n + 1)",
+            "* (2 * (n + 1)) + k",
         ] {
             assert!(
                 all.contains(needle),
