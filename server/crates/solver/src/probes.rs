@@ -73,7 +73,7 @@ pub(crate) fn probe(
             Ok(None) => {
                 // Found nothing, and no fallback to find again: not worth asking again.
                 if !breaks && !timer.fired() && !cancelled() {
-                    Progress::record(key, |p| {
+                    Progress::record(key, query, |p| {
                         if p.probes_done == i {
                             p.probes_done = i + 1;
                         }

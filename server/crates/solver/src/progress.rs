@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use crate::term::Query;
+
 /// What the steps of `solve_inner` found for a query when they found nothing decisive, kept
 /// by [`Query::key`](crate::term::Query::key) so that the same query asked again (a file's second pass, after the first
 /// pass's short limit stopped it) does not repeat them: on the corpus a query that times out
@@ -26,23 +28,71 @@ pub(crate) struct Progress {
 /// At most this many queries' [`Progress`] are kept (then the table starts over).
 const MAX_PROGRESS: usize = 4096;
 
-static PROGRESS: std::sync::Mutex<Option<HashMap<u64, Progress>>> = std::sync::Mutex::new(None);
+/// Each entry keeps its query: the key hashes only the top of each term (see `Term`'s `Hash`),
+/// so two queries that differ deep in an assertion (a fixture and its racy twin, whose launch
+/// sites differ in one grid size) share a key, and one's progress must not skip the other's
+/// steps (the race-free twin's linear cases were skipped, and it timed out).
+type Table = HashMap<u64, (Query, Progress)>;
+
+static PROGRESS: std::sync::Mutex<Option<Table>> = std::sync::Mutex::new(None);
 
 impl Progress {
-    pub(crate) fn of(key: u64) -> Progress {
+    pub(crate) fn of(key: u64, query: &Query) -> Progress {
         let table = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
         table
             .as_ref()
-            .and_then(|t| t.get(&key).copied())
+            .and_then(|t| t.get(&key))
+            .filter(|(q, _)| q == query)
+            .map(|(_, p)| *p)
             .unwrap_or_default()
     }
 
-    pub(crate) fn record(key: u64, update: impl FnOnce(&mut Progress)) {
+    pub(crate) fn record(key: u64, query: &Query, update: impl FnOnce(&mut Progress)) {
         let mut table = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
         let t = table.get_or_insert_with(HashMap::new);
         if t.len() >= MAX_PROGRESS && !t.contains_key(&key) {
             t.clear();
         }
-        update(t.entry(key).or_default());
+        let entry = t
+            .entry(key)
+            .or_insert_with(|| (query.clone(), Progress::default()));
+        if entry.0 != *query {
+            *entry = (query.clone(), Progress::default());
+        }
+        update(&mut entry.1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::term::Term;
+
+    /// `x299 + (x298 + (… + leaf)) == 0`: two of these differ below the nodes the key hashes.
+    fn deep(leaf: i64) -> Term {
+        let mut t = Term::Int(leaf);
+        for i in 0..300 {
+            t = Term::Add(vec![Term::var(format!("x{i}")), t].into());
+        }
+        Term::eq(t, Term::Int(0))
+    }
+
+    #[test]
+    fn progress_is_kept_per_query_not_per_key() {
+        let a = Query {
+            assertions: vec![deep(1)],
+            ..Default::default()
+        };
+        let b = Query {
+            assertions: vec![deep(2)],
+            ..Default::default()
+        };
+        assert_eq!(a.key(), b.key(), "the key hashes the top of the terms only");
+        Progress::record(a.key(), &a, |p| p.linear_sat = true);
+        assert!(Progress::of(a.key(), &a).linear_sat);
+        assert!(!Progress::of(b.key(), &b).linear_sat);
+        Progress::record(b.key(), &b, |p| p.cases_failed = true);
+        assert!(!Progress::of(b.key(), &b).linear_sat);
+        assert!(Progress::of(b.key(), &b).cases_failed);
     }
 }

@@ -166,7 +166,7 @@ fn solve_inner(
     let key = query
         .key()
         .wrapping_add(limits.rlimit.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let done = Progress::of(key);
+    let done = Progress::of(key, query);
     // What a step found is kept only when the clock did not stop it.
     let complete = || !timer.fired() && !cancelled();
     // Before the query itself is encoded: most pairs it decides need nothing else.
@@ -176,7 +176,7 @@ fn solve_inner(
             return Answer::Unsat;
         }
         if complete() {
-            Progress::record(key, |p| p.linear_sat = true);
+            Progress::record(key, query, |p| p.linear_sat = true);
         }
     }
     let enc = Encoder::new(&query.vars);
@@ -245,7 +245,7 @@ fn solve_inner(
     } else {
         let decided = by_cases(query, limits, cancelled, timer, &enc);
         if decided.is_none() && complete() {
-            Progress::record(key, |p| p.cases_failed = true);
+            Progress::record(key, query, |p| p.cases_failed = true);
         }
         decided
     };
@@ -272,7 +272,7 @@ fn solve_inner(
                     };
                     implausible = Some(none_plausible);
                     if complete() {
-                        Progress::record(key, |p| p.implausible = Some(none_plausible));
+                        Progress::record(key, query, |p| p.implausible = Some(none_plausible));
                     }
                     if none_plausible {
                         Err(fallback
@@ -284,7 +284,7 @@ fn solve_inner(
                 }
             };
             if matches!(probed, Err(None)) && complete() {
-                Progress::record(key, |p| p.probes_failed = true);
+                Progress::record(key, query, |p| p.probes_failed = true);
             }
             probed
         }
