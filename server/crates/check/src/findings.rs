@@ -172,9 +172,11 @@ fn race_finding(
     };
     let (mut confidence, mut confidence_reason) = confidence(&reasons, &may_sync);
     // The solver returns a witness that breaks an assumption only when none keeps them all.
+    // An assumption the witness's values cannot evaluate (a sum past 64 bits: an offset of
+    // 2^63 - 1) is not shown to hold, and counts as broken: such a witness is never definite.
     let broken: Vec<String> = assumed
         .iter()
-        .filter(|(t, _)| witness::eval_bool(t, model) == Some(false))
+        .filter(|(t, _)| witness::eval_bool(t, model) != Some(true))
         .map(|(_, b)| b.describe(model))
         .fold(Vec::new(), |mut out, d| {
             // Two assumptions may say the same (`padw >= 0` as a size and as a digit).
@@ -317,10 +319,11 @@ fn divergence_finding(kernel: &str, item: &Item, model: &BTreeMap<String, i64>) 
         reasons
     };
     let (mut confidence, mut confidence_reason) = confidence(reasons, &None);
-    // The solver returns a witness that breaks an assumption only when none keeps them all.
+    // The solver returns a witness that breaks an assumption only when none keeps them all
+    // (one it cannot evaluate counts as broken, as for races).
     let broken: Vec<String> = assumed
         .iter()
-        .filter(|(t, _)| witness::eval_bool(t, model) == Some(false))
+        .filter(|(t, _)| witness::eval_bool(t, model) != Some(true))
         .map(|(_, b)| b.describe(model))
         .collect();
     let condition = (!broken.is_empty()).then(|| format!("only if {}", broken.join(" and ")));

@@ -155,22 +155,32 @@ pub fn eval_bool(t: &Term, m: &BTreeMap<String, i64>) -> Option<bool> {
         },
         Term::Lt(a, b) => eval_int(a, m)? < eval_int(b, m)?,
         Term::Le(a, b) => eval_int(a, m)? <= eval_int(b, m)?,
+        // Three-valued: a conjunct that is false decides a conjunction even when another
+        // cannot be evaluated (`window <= 0 || W % window == 0` with `window == 0`).
         Term::And(ts) => {
-            let mut all = true;
-            for x in ts.iter() {
-                all &= eval_bool(x, m)?;
+            let vals: Vec<Option<bool>> = ts.iter().map(|x| eval_bool(x, m)).collect();
+            if vals.contains(&Some(false)) {
+                false
+            } else {
+                vals.into_iter().collect::<Option<Vec<bool>>>()?;
+                true
             }
-            all
         }
         Term::Or(ts) => {
-            let mut any = false;
-            for x in ts.iter() {
-                any |= eval_bool(x, m)?;
+            let vals: Vec<Option<bool>> = ts.iter().map(|x| eval_bool(x, m)).collect();
+            if vals.contains(&Some(true)) {
+                true
+            } else {
+                vals.into_iter().collect::<Option<Vec<bool>>>()?;
+                false
             }
-            any
         }
         Term::Not(a) => !eval_bool(a, m)?,
-        Term::Implies(a, b) => !eval_bool(a, m)? || eval_bool(b, m)?,
+        Term::Implies(a, b) => match (eval_bool(a, m), eval_bool(b, m)) {
+            (Some(false), _) | (_, Some(true)) => true,
+            (Some(true), Some(false)) => false,
+            _ => return None,
+        },
         Term::Ite(c, a, b) => {
             if eval_bool(c, m)? {
                 eval_bool(a, m)?
@@ -300,6 +310,7 @@ fn partial(t: &Term, m: &BTreeMap<String, i64>, unknown: &BTreeSet<String>) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::terms::{add, and, eq, int, le, lt, modulo, or, tru};
 
     #[test]
     fn unknowns_on_untaken_branches_do_not_matter() {
@@ -363,6 +374,34 @@ mod tests {
         assert_eq!(w.thread_b.loop_vars.get("s"), Some(&16));
         assert_eq!(w.thread_a.loop_vars.get("i"), Some(&5));
         assert_eq!(w.thread_b.loop_vars.get("i"), None);
+    }
+
+    /// A disjunct that holds decides a disjunction whose other disjunct divides by zero; a sum
+    /// past 64 bits has no value (and findings count such an assumption as broken).
+    #[test]
+    fn evaluation_is_three_valued() {
+        let mut m = BTreeMap::new();
+        m.insert("w".to_string(), 0);
+        m.insert("W".to_string(), 7);
+        m.insert("b".to_string(), i64::MAX);
+        let (w, big_w, b) = (Term::var("w"), Term::var("W"), Term::var("b"));
+        let divisible = or(vec![
+            le(w.clone(), int(0)),
+            eq(modulo(big_w.clone(), w.clone()), int(0)),
+        ]);
+        assert_eq!(eval_bool(&divisible, &m), Some(true));
+        let both = and(vec![
+            lt(big_w.clone(), int(0)),
+            eq(modulo(big_w, w), int(0)),
+        ]);
+        assert_eq!(eval_bool(&both, &m), Some(false));
+        let offset = le(add(b, int(1)), int(5));
+        assert_eq!(eval_bool(&offset, &m), None);
+        assert_eq!(
+            eval_bool(&Term::implies(offset.clone(), tru()), &m),
+            Some(true)
+        );
+        assert_eq!(eval_bool(&or(vec![offset, Term::Bool(false)]), &m), None);
     }
 
     #[test]
