@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::term::Query;
+use crate::term::{Query, Term};
 
 /// What the steps of `solve_inner` found for a query when they found nothing decisive, kept
 /// by [`Query::key`](crate::term::Query::key) so that the same query asked again (a file's second pass, after the first
@@ -42,7 +42,7 @@ impl Progress {
         table
             .as_ref()
             .and_then(|t| t.get(&key))
-            .filter(|(q, _)| q == query)
+            .filter(|(q, _)| same_query(q, query))
             .map(|(_, p)| *p)
             .unwrap_or_default()
     }
@@ -56,17 +56,86 @@ impl Progress {
         let entry = t
             .entry(key)
             .or_insert_with(|| (query.clone(), Progress::default()));
-        if entry.0 != *query {
+        if !same_query(&entry.0, query) {
             *entry = (query.clone(), Progress::default());
         }
         update(&mut entry.1);
     }
 }
 
+/// Whether two queries are the same question. Not `==`: the derived equality of terms
+/// recurses, and two formulas thousands of levels deep that share a key (the same top) would
+/// overflow the stack comparing their bottoms. This walks both with an explicit stack, skips
+/// parts they share (the same allocation: a query asked again is a clone), and gives up (not
+/// the same, so nothing is reused) past a bound on the nodes compared.
+fn same_query(a: &Query, b: &Query) -> bool {
+    fn lists(q: &Query) -> [&[Term]; 6] {
+        [
+            q.assertions.as_slice(),
+            &q.preferred,
+            &q.assumptions,
+            &q.preconditions,
+            &q.reach,
+            &q.together,
+        ]
+    }
+    if a.vars != b.vars
+        || a.fallback_assumptions != b.fallback_assumptions
+        || a.reach_base != b.reach_base
+        || a.probes != b.probes
+        || a.report != b.report
+    {
+        return false;
+    }
+    let (la, lb) = (lists(a), lists(b));
+    let mut stack: Vec<(&Term, &Term)> = Vec::new();
+    for (x, y) in la.iter().zip(&lb) {
+        if x.len() != y.len() {
+            return false;
+        }
+        stack.extend(x.iter().zip(y.iter()));
+    }
+    let mut budget = MAX_COMPARED_NODES;
+    while let Some((x, y)) = stack.pop() {
+        if std::ptr::eq(x, y) {
+            continue;
+        }
+        budget = match budget.checked_sub(1) {
+            Some(b) => b,
+            None => return false,
+        };
+        let same_node = match (x, y) {
+            (Term::Int(p), Term::Int(q)) => p == q,
+            (Term::Bool(p), Term::Bool(q)) => p == q,
+            (Term::Var(p), Term::Var(q)) => p == q,
+            (
+                Term::Bit {
+                    op, width, signed, ..
+                },
+                Term::Bit {
+                    op: op2,
+                    width: width2,
+                    signed: signed2,
+                    ..
+                },
+            ) => op == op2 && width == width2 && signed == signed2,
+            _ => std::mem::discriminant(x) == std::mem::discriminant(y),
+        };
+        let (cx, cy) = (x.children(), y.children());
+        if !same_node || cx.len() != cy.len() {
+            return false;
+        }
+        stack.extend(cx.into_iter().zip(cy));
+    }
+    true
+}
+
+/// How many nodes [`same_query`] compares at most.
+const MAX_COMPARED_NODES: usize = 200_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::term::Term;
 
     /// `x299 + (x298 + (… + leaf)) == 0`: two of these differ below the nodes the key hashes.
     fn deep(leaf: i64) -> Term {
@@ -94,5 +163,30 @@ mod tests {
         Progress::record(b.key(), &b, |p| p.cases_failed = true);
         assert!(!Progress::of(b.key(), &b).linear_sat);
         assert!(Progress::of(b.key(), &b).cases_failed);
+        // An equal query built again (no shared parts) finds its progress.
+        let b2 = Query {
+            assertions: vec![deep(2)],
+            ..Default::default()
+        };
+        assert!(Progress::of(b2.key(), &b2).cases_failed);
+    }
+
+    /// Formulas far deeper than the stack allows recursion for are compared without it.
+    #[test]
+    fn deep_queries_are_compared_without_recursion() {
+        let chain = |leaf: i64| {
+            let mut t = Term::Int(leaf);
+            for _ in 0..200_000 {
+                t = Term::Neg(std::sync::Arc::new(t));
+            }
+            Query {
+                assertions: vec![Term::eq(t, Term::Int(0))],
+                ..Default::default()
+            }
+        };
+        let (a, b) = (chain(1), chain(2));
+        assert!(!same_query(&a, &b));
+        assert!(same_query(&a, &a.clone()));
+        std::mem::forget((a, b)); // dropping a chain this deep recurses too
     }
 }
