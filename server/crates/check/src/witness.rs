@@ -157,24 +157,8 @@ pub fn eval_bool(t: &Term, m: &BTreeMap<String, i64>) -> Option<bool> {
         Term::Le(a, b) => eval_int(a, m)? <= eval_int(b, m)?,
         // Three-valued: a conjunct that is false decides a conjunction even when another
         // cannot be evaluated (`window <= 0 || W % window == 0` with `window == 0`).
-        Term::And(ts) => {
-            let vals: Vec<Option<bool>> = ts.iter().map(|x| eval_bool(x, m)).collect();
-            if vals.contains(&Some(false)) {
-                false
-            } else {
-                vals.into_iter().collect::<Option<Vec<bool>>>()?;
-                true
-            }
-        }
-        Term::Or(ts) => {
-            let vals: Vec<Option<bool>> = ts.iter().map(|x| eval_bool(x, m)).collect();
-            if vals.contains(&Some(true)) {
-                true
-            } else {
-                vals.into_iter().collect::<Option<Vec<bool>>>()?;
-                false
-            }
-        }
+        Term::And(ts) => decided_by(ts.iter().map(|x| eval_bool(x, m)), false)?,
+        Term::Or(ts) => decided_by(ts.iter().map(|x| eval_bool(x, m)), true)?,
         Term::Not(a) => !eval_bool(a, m)?,
         Term::Implies(a, b) => match (eval_bool(a, m), eval_bool(b, m)) {
             (Some(false), _) | (_, Some(true)) => true,
@@ -190,6 +174,20 @@ pub fn eval_bool(t: &Term, m: &BTreeMap<String, i64>) -> Option<bool> {
         }
         _ => eval_int(t, m)? != 0,
     })
+}
+
+/// A conjunction (`decisive` false) or disjunction (`decisive` true) of three-valued operands:
+/// `decisive` when one operand is, the other value when all are known, else unknown.
+fn decided_by(vals: impl Iterator<Item = Option<bool>>, decisive: bool) -> Option<bool> {
+    let mut all_known = true;
+    for v in vals {
+        match v {
+            Some(b) if b == decisive => return Some(decisive),
+            Some(_) => {}
+            None => all_known = false,
+        }
+    }
+    all_known.then_some(!decisive)
 }
 
 /// Only for terms that are Boolean by shape.
