@@ -218,6 +218,13 @@ impl<'a> Encoder<'a> {
         let (ga, gb) = (logical_bits(&ra(&m.a.guard)), logical_bits(&rb(&m.b.guard)));
         let mut residue_lemmas = same_residue_lemmas(&ga, &gb);
         residue_lemmas.extend(equal_residue_lemmas(&ga, &gb));
+        // A quotient's bound from the guard on its dividend (`i / points < channels` in a loop
+        // `i < channels * points`); asserted after the index lemmas (Z3 is faster so).
+        let mut quotient_bounds = Vec::new();
+        if ia.len() == ib.len() {
+            let terms: Vec<&Term> = ia.iter().chain(&ib).collect();
+            quotient_bound_facts(&terms, &[&ga, &gb], &mut quotient_bounds);
+        }
         let mut parts = vec![ga, gb];
         parts.extend(residue_lemmas);
         for c in &m.conds {
@@ -239,11 +246,7 @@ impl<'a> Encoder<'a> {
                 parts.extend(row_lemmas(x, y));
             }
             parts.extend(index_lemmas(&ia, &ib));
-            let terms: Vec<&Term> = ia.iter().chain(&ib).collect();
-            let guards: Vec<&Term> = parts.iter().take(2).collect();
-            let mut bounds = Vec::new();
-            quotient_bound_facts(&terms, &guards, &mut bounds);
-            parts.extend(bounds);
+            parts.extend(quotient_bounds);
         }
         let lemmas = self.distinct_lemmas(scope, &parts);
         parts.extend(lemmas);
