@@ -135,6 +135,12 @@ impl Encoder {
         b
     }
 
+    /// Whether a formula encoded so far bridges integers and bit-vectors (`&`, `|`, `^` of two
+    /// non-constants).
+    pub(crate) fn uses_bit_vectors(&self) -> bool {
+        !self.bit_operands.borrow().is_empty()
+    }
+
     pub(crate) fn var(&self, name: &str) -> Option<&Expr> {
         self.vars.get(name)
     }
