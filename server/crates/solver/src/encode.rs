@@ -9,7 +9,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use z3::ast::{Bool, Int, BV};
 
-use crate::term::{BitOp, Sort, Term};
+use crate::bits::{
+    bit, constant_value, disjoint_bits, integer_bits, may_bits, CONSTANT_BUDGET, MAY_BITS_BUDGET,
+};
+use crate::term::{Sort, Term};
 
 /// Nesting depth beyond which a term is refused. Our translation is iterative, but parts of Z3
 /// recurse over terms, and a stack overflow aborts the whole process (it cannot be caught); the
@@ -157,7 +160,7 @@ impl Encoder {
 
     /// Translates `t` bottom-up with an explicit work stack rather than recursion, so that the
     /// thread's stack size does not bound the nesting depth (`solve` runs on the caller's thread).
-    fn expr(&self, root: &Term) -> Result<Expr, String> {
+    pub(crate) fn expr(&self, root: &Term) -> Result<Expr, String> {
         enum Step<'a> {
             Visit(&'a Term, usize),
             Build(&'a Term),
@@ -298,6 +301,13 @@ impl Encoder {
                     .iter()
                     .map(|o| constant_value(o, &self.values, &mut CONSTANT_BUDGET.clone()))
                     .collect();
+                let masks: Vec<Option<u64>> = operands
+                    .iter()
+                    .map(|o| may_bits(o, &self.values, &mut MAY_BITS_BUDGET.clone()))
+                    .collect();
+                if let Some(x) = disjoint_bits(*op, *signed, w, &ints, &masks) {
+                    return Ok(Expr::Int(x));
+                }
                 if let Some(x) = integer_bits(*op, *signed, w, &ints, &consts) {
                     return Ok(Expr::Int(x));
                 }
@@ -578,198 +588,6 @@ fn quotient_facts(t: &Term, a: &Int, b: &Int, x: &Int) -> Vec<Bool> {
     }
 }
 
-/// Bitwise operators: the integer operands are wrapped into `width`-bit two's complement
-/// (`int2bv` reduces modulo 2^width, which is exactly C's conversion to a `width`-bit type),
-/// the operation is done on bit-vectors, and the result is read back as a signed or unsigned
-/// integer.
-fn bit(op: BitOp, signed: bool, bvs: Vec<BV>) -> Result<Int, String> {
-    let arity_err = |want: &str| {
-        Err(format!(
-            "bitwise {op:?} needs {want} operand(s), got {}",
-            bvs.len()
-        ))
-    };
-    let r = match op {
-        BitOp::Not => match bvs.as_slice() {
-            [a] => a.bvnot(),
-            _ => return arity_err("1"),
-        },
-        BitOp::Shl | BitOp::Shr => match bvs.as_slice() {
-            [a, b] => match (op, signed) {
-                (BitOp::Shl, _) => a.bvshl(b),
-                (_, true) => a.bvashr(b),
-                (_, false) => a.bvlshr(b),
-            },
-            _ => return arity_err("2"),
-        },
-        BitOp::And | BitOp::Or | BitOp::Xor => {
-            let mut it = bvs.iter();
-            let Some(first) = it.next() else {
-                return arity_err("at least 1");
-            };
-            it.fold(first.clone(), |acc, b| match op {
-                BitOp::And => acc.bvand(b),
-                BitOp::Or => acc.bvor(b),
-                _ => acc.bvxor(b),
-            })
-        }
-    };
-    Ok(r.to_int(signed))
-}
-
-/// Widths up to which [`integer_bits`] writes bitwise operators in integer arithmetic (its
-/// constants, `2^width` and below, fit an `i64`).
-const MAX_INTEGER_WIDTH: u32 = 62;
-
-/// A bitwise operation written in integer arithmetic, exactly as [`bit`] computes it, when
-/// that needs no bit-vector: every operand a constant (a probe or a launch site substituted
-/// sizes: `1 << (2 + 2)`), or a shift (by a constant, or by a symbolic amount as one case per
-/// amount below the width). Z3 4.8.12 bridges integers and bit-vectors (`int2bv`/`bv2int`)
-/// slowly, above all when the answer is sat: a radix sort's `(key >> shift) & 255` counter
-/// index, sat, had no answer in 30 s with the bit-vectors and 0.1 s with the 32 cases of
-/// `shift` (each a division by a constant). `None`: anything else (bit-vectors then).
-/// `consts` are the operands' values where they are constants.
-fn integer_bits(
-    op: BitOp,
-    signed: bool,
-    w: u32,
-    args: &[Int],
-    consts: &[Option<i64>],
-) -> Option<Int> {
-    if w > MAX_INTEGER_WIDTH || consts.len() != args.len() {
-        return None;
-    }
-    if let Some(values) = consts.iter().copied().collect::<Option<Vec<i64>>>() {
-        return fold_bits(op, signed, w, &values).map(Int::from_i64);
-    }
-    let (BitOp::Shl | BitOp::Shr, [a, b]) = (op, args) else {
-        return None;
-    };
-    let n = Int::from_i64;
-    let modulus = n(1i64 << w);
-    let half = n(1i64 << (w - 1));
-    // `x mod 2^w` behind the test that it is needed: the operands are mostly in range
-    // already (wrapped unsigned values, sizes), and the `smt` tactic (the fast engine) needs
-    // seconds where a bare `mod` by 2^32 of a shifted operand splits its cases (the radix sort
-    // query above: no answer in 30 s with `mod`, 0.1 s with the test).
-    let unsigned = |x: &Int| {
-        let fits = Bool::and(&[x.ge(n(0)), x.lt(&modulus)]);
-        fits.ite(x, &x.modulo(&modulus))
-    };
-    let read_back = |r: Int| match signed {
-        true => r
-            .ge(&half)
-            .ite(&Int::sub(&[r.clone(), modulus.clone()]), &r),
-        false => r,
-    };
-    let a_u = unsigned(a);
-    // What `bvashr` shifts: the operand's signed value; floor division by 2^k is the
-    // arithmetic shift. Results of a logical shift stay unsigned (read back as `bit` does).
-    let a_s = a_u
-        .ge(&half)
-        .ite(&Int::sub(&[a_u.clone(), modulus.clone()]), &a_u);
-    let shifted = |k: u32| -> Int {
-        let p = n(1i64 << k);
-        match (op, signed) {
-            (BitOp::Shl, _) => read_back(unsigned(&Int::mul(&[a_u.clone(), p]))),
-            (_, true) => a_s.div(&p),
-            (_, false) => a_u.div(&p),
-        }
-    };
-    // A shift by the width or more: `bvshl`/`bvlshr` give 0, `bvashr` the sign (C leaves it
-    // undefined; this keeps the bit-vector answer).
-    let beyond = match (op, signed) {
-        (BitOp::Shr, true) => a_s.lt(n(0)).ite(&n(-1), &n(0)),
-        _ => n(0),
-    };
-    let amount = unsigned(b);
-    if let Some(k) = consts[1] {
-        let k = u32::try_from(k.rem_euclid(1i64 << w)).ok()?;
-        return Some(if k < w { shifted(k) } else { beyond });
-    }
-    Some((0..w).rev().fold(beyond, |rest, k| {
-        amount.eq(n(i64::from(k))).ite(&shifted(k), &rest)
-    }))
-}
-
-/// Terms visited at most when [`constant_value`] evaluates one operand (the terms are DAGs:
-/// shared parts are visited once per path).
-const CONSTANT_BUDGET: usize = 256;
-
-/// The value of `t` when it is a constant once `values` are substituted (`None` otherwise, on
-/// overflow, a division by zero, or past `budget` terms), with C's operators.
-pub(crate) fn constant_value(
-    t: &Term,
-    values: &[(String, i64)],
-    budget: &mut usize,
-) -> Option<i64> {
-    if *budget == 0 {
-        return None;
-    }
-    *budget -= 1;
-    let mut go = |x: &Term| constant_value(x, values, budget);
-    match t {
-        Term::Int(v) => Some(*v),
-        Term::Var(n) => values.iter().find(|(m, _)| **m == **n).map(|(_, v)| *v),
-        Term::Add(ts) => ts.iter().try_fold(0i64, |a, x| a.checked_add(go(x)?)),
-        Term::Mul(ts) => ts.iter().try_fold(1i64, |a, x| a.checked_mul(go(x)?)),
-        Term::Sub(a, b) => go(a)?.checked_sub(go(b)?),
-        Term::Neg(a) => go(a)?.checked_neg(),
-        Term::Div(a, b) => go(a)?.checked_div(go(b)?),
-        Term::Rem(a, b) => go(a)?.checked_rem(go(b)?),
-        Term::Mod(a, b) => go(a)?.checked_rem_euclid(go(b)?),
-        Term::Bit {
-            op,
-            width,
-            signed,
-            args,
-        } if (1..=MAX_INTEGER_WIDTH).contains(&u32::from(*width)) => {
-            let vs = args.iter().map(go).collect::<Option<Vec<i64>>>()?;
-            fold_bits(*op, *signed, u32::from(*width), &vs)
-        }
-        _ => None,
-    }
-}
-
-/// [`bit`] on constants: the `w`-bit two's complement of each operand, the operation, and the
-/// result read back signed or unsigned. `None` when an operand count does not fit the operator.
-fn fold_bits(op: BitOp, signed: bool, w: u32, values: &[i64]) -> Option<i64> {
-    let mask = (1i128 << w) - 1;
-    let u: Vec<i128> = values.iter().map(|v| i128::from(*v) & mask).collect();
-    let as_signed = |x: i128| {
-        if x >> (w - 1) & 1 == 1 {
-            x - (1i128 << w)
-        } else {
-            x
-        }
-    };
-    let r = match (op, u.as_slice()) {
-        (BitOp::Not, [a]) => !a & mask,
-        (BitOp::Shl, [a, b]) => match u32::try_from(*b) {
-            Ok(k) if k < w => (a << k) & mask,
-            _ => 0,
-        },
-        (BitOp::Shr, [a, b]) => {
-            let k = u32::try_from(*b).ok().filter(|k| *k < w);
-            match (signed, k) {
-                (true, Some(k)) => (as_signed(*a) >> k) & mask,
-                (true, None) => (as_signed(*a) >> (w - 1)) & mask,
-                (false, Some(k)) => a >> k,
-                (false, None) => 0,
-            }
-        }
-        (BitOp::And | BitOp::Or | BitOp::Xor, [first, rest @ ..]) => {
-            rest.iter().fold(*first, |acc, b| match op {
-                BitOp::And => acc & b,
-                BitOp::Or => acc | b,
-                _ => acc ^ b,
-            })
-        }
-        _ => return None,
-    };
-    i64::try_from(if signed { as_signed(r) } else { r }).ok()
-}
-
 /// C division, truncating toward zero. SMT-LIB `div` rounds so that the remainder is
 /// non-negative; for a non-negative dividend that coincides with truncation whatever the
 /// divisor's sign, and C guarantees `(-a)/b == -(a/b)`, which covers negative dividends.
@@ -799,94 +617,5 @@ fn brief(t: &Term) -> String {
         format!("{}…", &s[..cut])
     } else {
         s
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use z3::ast::Ast;
-
-    const OPS: [(BitOp, bool); 4] = [
-        (BitOp::Shl, false),
-        (BitOp::Shl, true),
-        (BitOp::Shr, false),
-        (BitOp::Shr, true),
-    ];
-
-    /// The bit-vector encoding of `op` on `args` in `w` bits (what `integer_bits` replaces).
-    fn by_bit_vectors(op: BitOp, signed: bool, w: u32, args: &[Int]) -> Int {
-        let bvs = args.iter().map(|a| BV::from_int(a, w)).collect();
-        bit(op, signed, bvs).unwrap()
-    }
-
-    /// Shifts by a symbolic amount (cases) and by a constant one, in integer arithmetic, equal
-    /// the bit-vector shifts for every operand in a range wider than the width (negative values,
-    /// values past 2^w, amounts past the width and negative ones), each pair substituted.
-    #[test]
-    fn integer_shifts_are_the_bit_vector_shifts() {
-        let w = 5;
-        let (a, b) = (Int::new_const("a"), Int::new_const("b"));
-        let n = Int::from_i64;
-        for (op, signed) in OPS {
-            for k in [None, Some(3), Some(5), Some(40), Some(-1)] {
-                let args = [a.clone(), k.map_or_else(|| b.clone(), n)];
-                let ints = integer_bits(op, signed, w, &args, &[None, k]).expect("a shift");
-                let bits = by_bit_vectors(op, signed, w, &args);
-                for x in -40..=40 {
-                    for y in -3..=7 {
-                        let at = |e: &Int| {
-                            e.substitute(&[(&a, &n(x)), (&b, &n(y * 5))])
-                                .simplify()
-                                .as_i64()
-                        };
-                        let (got, want) = (at(&ints), at(&bits));
-                        assert!(want.is_some(), "{op:?}({x}, {y}) does not fold");
-                        assert_eq!(got, want, "{op:?}({x}, {}) signed={signed}", y * 5);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Constants are folded as the bit-vectors compute them, for every operator.
-    #[test]
-    fn constant_bits_fold_as_bit_vectors_compute_them() {
-        let w = 6;
-        let values = [-70, -33, -32, -1, 0, 1, 5, 31, 32, 63, 64, 100];
-        let ops = [BitOp::And, BitOp::Or, BitOp::Xor, BitOp::Shl, BitOp::Shr];
-        for signed in [false, true] {
-            for x in values {
-                let not = fold_bits(BitOp::Not, signed, w, &[x]);
-                let bv_not = by_bit_vectors(BitOp::Not, signed, w, &[Int::from_i64(x)]);
-                assert_eq!(not, bv_not.simplify().as_i64(), "~{x} signed={signed}");
-                for y in values {
-                    for op in ops {
-                        let folded = fold_bits(op, signed, w, &[x, y]);
-                        let args = [Int::from_i64(x), Int::from_i64(y)];
-                        let expected = by_bit_vectors(op, signed, w, &args).simplify().as_i64();
-                        assert_eq!(folded, expected, "{op:?}({x}, {y}) signed={signed}");
-                    }
-                }
-            }
-        }
-    }
-
-    /// Operands are constants on the terms (with the substituted values), bitwise operators
-    /// included; a variable without a value, or too many terms, is no constant.
-    #[test]
-    fn constant_operands_are_found_on_the_terms() {
-        let v = |n: &str| Term::var(n);
-        let values = [("k".to_string(), 2)];
-        let shift = Term::Bit {
-            op: BitOp::Shl,
-            width: 32,
-            signed: false,
-            args: vec![Term::Int(1), Term::Add(vec![v("k"), v("k")].into())].into(),
-        };
-        assert_eq!(constant_value(&shift, &values, &mut 10), Some(16));
-        assert_eq!(constant_value(&shift, &values, &mut 3), None);
-        let open = Term::Add(vec![v("k"), v("tid")].into());
-        assert_eq!(constant_value(&open, &values, &mut 10), None);
     }
 }

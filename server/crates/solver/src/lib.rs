@@ -5,6 +5,7 @@
 //! thread, caches answers by [`Query::key`], and the Z3 work happens on solver threads that each
 //! own their Z3 context (z3 0.22 contexts are thread-local).
 
+mod bits;
 mod cases;
 mod encode;
 mod linear;
