@@ -458,6 +458,15 @@ impl Gen {
             "tid >> 1".into(),
             "(tid << 2) | 1".into(),
             "1 << (tid % 4)".into(),
+            // A shift by a parameter (an integer case per amount): one cell per thread at
+            // `n & 3 == 0`, threads meeting otherwise; a digit of a value by a shift.
+            "(tid >> (n & 3))".into(),
+            "((v >> (n & 7)) & 15)".into(),
+            // Packed bit fields (disjoint: sums): the id rebuilt from two fields, a field
+            // dropped (threads 4 apart meet), a flag next to a field.
+            "((tid % 4) | ((tid / 4 % 16) << 2))".into(),
+            "((tid % 4) | ((tid / 8 % 16) << 2))".into(),
+            "((int)(v > 0) | ((tid % 16) << 1))".into(),
         ];
         if let Some((var, _, _)) = self.loop_vars.last().cloned() {
             choices.push(format!("tid + {var}"));
@@ -1044,6 +1053,8 @@ mod tests {
             "threadIdx.y",
             "tid ^ ",
             "(v & 63)",
+            "(tid >> (n & 3))",
+            "((tid % 4) | ((tid / 4 % 16) << 2))",
             "g[gid] =",
             "gid / (n + 1) * (n + 1) + gid % (n + 1)",
             "% 2 * (n + 1)",
