@@ -467,6 +467,9 @@ impl Gen {
             "((tid % 4) | ((tid / 4 % 16) << 2))".into(),
             "((tid % 4) | ((tid / 8 % 16) << 2))".into(),
             "((int)(v > 0) | ((tid % 16) << 1))".into(),
+            // Masks with a constant (integer runs of bits): the id rebuilt, a pair's even cell.
+            "((tid & 56) | (tid & 7))".into(),
+            "(tid & ~1)".into(),
         ];
         if let Some((var, _, _)) = self.loop_vars.last().cloned() {
             choices.push(format!("tid + {var}"));
@@ -1055,6 +1058,7 @@ mod tests {
             "(v & 63)",
             "(tid >> (n & 3))",
             "((tid % 4) | ((tid / 4 % 16) << 2))",
+            "((tid & 56) | (tid & 7))",
             "g[gid] =",
             "gid / (n + 1) * (n + 1) + gid % (n + 1)",
             "% 2 * (n + 1)",

@@ -71,9 +71,6 @@ pub(crate) fn integer_bits(
     if let Some(values) = consts.iter().copied().collect::<Option<Vec<i64>>>() {
         return fold_bits(op, signed, w, &values).map(Int::from_i64);
     }
-    let (BitOp::Shl | BitOp::Shr, [a, b]) = (op, args) else {
-        return None;
-    };
     let n = Int::from_i64;
     let modulus = n(1i64 << w);
     let half = n(1i64 << (w - 1));
@@ -90,6 +87,14 @@ pub(crate) fn integer_bits(
             .ge(&half)
             .ite(&Int::sub(&[r.clone(), modulus.clone()]), &r),
         false => r,
+    };
+    if let (BitOp::And | BitOp::Or | BitOp::Xor, [x, _], [None, Some(c)])
+    | (BitOp::And | BitOp::Or | BitOp::Xor, [_, x], [Some(c), None]) = (op, args, consts)
+    {
+        return with_constant(op, w, x, *c, &unsigned).map(read_back);
+    }
+    let (BitOp::Shl | BitOp::Shr, [a, b]) = (op, args) else {
+        return None;
     };
     let a_u = unsigned(a);
     // What `bvashr` shifts: the operand's signed value; floor division by 2^k is the
@@ -119,6 +124,63 @@ pub(crate) fn integer_bits(
     Some((0..w).rev().fold(beyond, |rest, k| {
         amount.eq(n(i64::from(k))).ite(&shifted(k), &rest)
     }))
+}
+
+/// Runs of one bits in a constant mask, at most, for [`with_constant`].
+const MAX_MASK_RUNS: usize = 8;
+
+/// `x & c`, `x | c`, `x ^ c` for a constant `c`, as the unsigned `w`-bit result, in integer
+/// arithmetic: the bits of `x` under each run `lo..hi` of ones in `c` are
+/// `x mod 2^hi - x mod 2^lo` (the low bits of two's complement, for either sign of `x`), so
+/// `x & c` is their sum, `x | c == x + c - (x & c)` and `x ^ c == x + c - 2 (x & c)` (no carry
+/// leaves the width). `bottom & -32` (rounding down to a warp), `x & 0xF0`, `x | 1`, `x ^ 3`.
+/// `None` for a mask of more than [`MAX_MASK_RUNS`] runs.
+fn with_constant(
+    op: BitOp,
+    w: u32,
+    x: &Int,
+    c: i64,
+    unsigned: &dyn Fn(&Int) -> Int,
+) -> Option<Int> {
+    let n = Int::from_i64;
+    let c = u64::try_from(i128::from(c) & ((1i128 << w) - 1)).ok()?;
+    let mut runs = Vec::new();
+    let mut bit = 0;
+    while bit < w {
+        if c >> bit & 1 == 1 {
+            let lo = bit;
+            while bit < w && c >> bit & 1 == 1 {
+                bit += 1;
+            }
+            runs.push((lo, bit));
+        } else {
+            bit += 1;
+        }
+    }
+    if runs.len() > MAX_MASK_RUNS {
+        return None;
+    }
+    let x_u = unsigned(x);
+    // The low `j` bits of `x`.
+    let low = |j: u32| match j {
+        0 => n(0),
+        j if j == w => x_u.clone(),
+        j => x.modulo(n(1i64 << j)),
+    };
+    let parts: Vec<Int> = runs
+        .iter()
+        .map(|&(lo, hi)| Int::sub(&[low(hi), low(lo)]))
+        .collect();
+    let and = match parts.len() {
+        0 => n(0),
+        _ => Int::add(&parts),
+    };
+    let c = n(i64::try_from(c).ok()?);
+    Some(match op {
+        BitOp::And => and,
+        BitOp::Or => Int::sub(&[Int::add(&[x_u, c]), and]),
+        _ => Int::sub(&[Int::add(&[x_u, c]), Int::mul(&[n(2), and])]),
+    })
 }
 
 /// `|`, `^` and `&` of operands whose bits cannot overlap, in integer arithmetic: the sum of
@@ -389,6 +451,34 @@ mod tests {
                         let (got, want) = (at(&ints), at(&bits));
                         assert!(want.is_some(), "{op:?}({x}, {y}) does not fold");
                         assert_eq!(got, want, "{op:?}({x}, {}) signed={signed}", y * 5);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `&`, `|`, `^` with one constant operand, in integer arithmetic, equal the bit-vector
+    /// operators for either sign and either operand order (masks of one run, of several, of
+    /// the sign bit, all ones, none).
+    #[test]
+    fn operators_with_a_constant_are_the_bit_vector_operators() {
+        let w = 6;
+        let a = Int::new_const("a");
+        let n = Int::from_i64;
+        for signed in [false, true] {
+            for op in [BitOp::And, BitOp::Or, BitOp::Xor] {
+                for c in [-8, -1, 0, 1, 3, 0b101101, 0b010010, 31, 32, 48, 100, -33] {
+                    for swap in [false, true] {
+                        let (args, consts) = match swap {
+                            false => ([a.clone(), n(c)], [None, Some(c)]),
+                            true => ([n(c), a.clone()], [Some(c), None]),
+                        };
+                        let ints = integer_bits(op, signed, w, &args, &consts).expect("integer");
+                        let bits = by_bit_vectors(op, signed, w, &args);
+                        for x in -80..=80 {
+                            let at = |e: &Int| e.substitute(&[(&a, &n(x))]).simplify().as_i64();
+                            assert_eq!(at(&ints), at(&bits), "{op:?}({x}, {c}) signed={signed}");
+                        }
                     }
                 }
             }
