@@ -418,32 +418,20 @@ fn by_cases(
 }
 
 /// The value of `t` when it names only variables of `values` (`None` otherwise, or when it is
-/// deeper than a plausibility assumption over parameters is).
-pub(crate) fn closed_int(t: &Term, values: &[(String, i64)], depth: u32) -> Option<i64> {
-    if depth > 32 {
-        return None;
-    }
-    let go = |x: &Term| closed_int(x, values, depth + 1);
-    match t {
-        Term::Int(v) => Some(*v),
-        Term::Var(n) => values.iter().find(|(m, _)| **m == **n).map(|(_, v)| *v),
-        Term::Add(ts) => ts.iter().try_fold(0i64, |a, x| a.checked_add(go(x)?)),
-        Term::Mul(ts) => ts.iter().try_fold(1i64, |a, x| a.checked_mul(go(x)?)),
-        Term::Sub(a, b) => go(a)?.checked_sub(go(b)?),
-        Term::Neg(a) => go(a)?.checked_neg(),
-        // C's division and remainder truncate toward zero, as Rust's do; by zero: no value.
-        Term::Div(a, b) => go(a)?.checked_div(go(b)?),
-        Term::Rem(a, b) => go(a)?.checked_rem(go(b)?),
-        Term::Mod(a, b) => go(a)?.checked_rem_euclid(go(b)?),
-        _ => None,
-    }
+/// larger than a plausibility assumption over parameters is): C's operators, as
+/// [`crate::bits::constant_value`] evaluates them.
+pub(crate) fn closed_int(t: &Term, values: &[(String, i64)]) -> Option<i64> {
+    crate::bits::constant_value(t, values, &mut CLOSED_TERMS.clone())
 }
+
+/// Terms evaluated at most for one closed value.
+const CLOSED_TERMS: usize = 256;
 
 pub(crate) fn closed_bool(t: &Term, values: &[(String, i64)], depth: u32) -> Option<bool> {
     if depth > 32 {
         return None;
     }
-    let int = |x: &Term| closed_int(x, values, depth + 1);
+    let int = |x: &Term| closed_int(x, values);
     let go = |x: &Term| closed_bool(x, values, depth + 1);
     match t {
         Term::Bool(b) => Some(*b),
@@ -1031,7 +1019,7 @@ mod tests {
         assert_eq!(closed_bool(&assumption, &values, 0), Some(false));
         // Truncation toward zero, the remainder's sign from the dividend, `mod` non-negative,
         // and no value when dividing by zero.
-        let at = |t: Term| closed_int(&t, &[("x".to_string(), -7)], 0);
+        let at = |t: Term| closed_int(&t, &[("x".to_string(), -7)]);
         assert_eq!(at(Term::Div(v("x").into(), Term::Int(2).into())), Some(-3));
         assert_eq!(at(Term::Rem(v("x").into(), Term::Int(2).into())), Some(-1));
         assert_eq!(at(Term::Mod(v("x").into(), Term::Int(2).into())), Some(1));
