@@ -1,7 +1,9 @@
 //! Bitwise operators in the encoding: as bit-vectors (`int2bv`/`bv2int`), or, where that is
 //! exact, in integer arithmetic, which Z3 4.8.12 handles far better (bridging integers and
-//! bit-vectors costs it seconds): constants folded, shifts as one case per amount, and `|`,
-//! `^`, `&` of operands whose bits cannot overlap (packed bit fields) as sums and zeros.
+//! bit-vectors costs it seconds): constants folded, shifts as one case per amount, `&`, `|`,
+//! `^` with a constant through the runs of the constant's ones, and `|`, `^`, `&` of operands
+//! whose bits cannot overlap (packed bit fields) as sums and zeros. Only `&`, `|`, `^` of two
+//! unknowns whose bits may overlap are left to bit-vectors.
 
 use z3::ast::{Bool, Int, BV};
 
@@ -52,8 +54,8 @@ const MAX_INTEGER_WIDTH: u32 = 62;
 
 /// A bitwise operation written in integer arithmetic, exactly as [`bit`] computes it, when
 /// that needs no bit-vector: every operand a constant (a probe or a launch site substituted
-/// sizes: `1 << (2 + 2)`), or a shift (by a constant, or by a symbolic amount as one case per
-/// amount below the width). Z3 4.8.12 bridges integers and bit-vectors (`int2bv`/`bv2int`)
+/// sizes: `1 << (2 + 2)`), one constant operand of `&`, `|`, `^` (see [`with_constant`]), or a
+/// shift (by a constant, or by a symbolic amount as one case per amount below the width). Z3 4.8.12 bridges integers and bit-vectors (`int2bv`/`bv2int`)
 /// slowly, above all when the answer is sat: a radix sort's `(key >> shift) & 255` counter
 /// index, sat, had no answer in 30 s with the bit-vectors and 0.1 s with the 32 cases of
 /// `shift` (each a division by a constant). `None`: anything else (bit-vectors then).
