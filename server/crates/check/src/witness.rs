@@ -1,7 +1,7 @@
 //! From a model to an [`ir::Witness`](cudarace_ir::Witness).
 
 use cudarace_ir::Witness;
-use cudarace_solver::{BitOp, Term};
+use cudarace_solver::Term;
 use std::collections::{BTreeMap, BTreeSet};
 
 fn dim(d: &str) -> Option<usize> {
@@ -112,34 +112,8 @@ pub fn eval_int(t: &Term, m: &BTreeMap<String, i64>) -> Option<i64> {
             signed,
             args,
         } => {
-            let w = (*width).clamp(1, 64) as u32;
-            let mask: u64 = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
-            let vals: Vec<u64> = args
-                .iter()
-                .map(|x| e(x).map(|v| (v as u64) & mask))
-                .collect::<Option<_>>()?;
-            let r = match (op, vals.as_slice()) {
-                (BitOp::Not, [a]) => !a,
-                (BitOp::And, [a, b]) => a & b,
-                (BitOp::Or, [a, b]) => a | b,
-                (BitOp::Xor, [a, b]) => a ^ b,
-                (BitOp::Shl, [a, b]) => a.checked_shl(*b as u32).unwrap_or(0),
-                (BitOp::Shr, [a, b]) => {
-                    if *signed {
-                        let sa = ((a << (64 - w)) as i64) >> (64 - w);
-                        (sa.checked_shr(*b as u32)
-                            .unwrap_or(if sa < 0 { -1 } else { 0 })) as u64
-                    } else {
-                        a.checked_shr(*b as u32).unwrap_or(0)
-                    }
-                }
-                _ => return None,
-            } & mask;
-            if *signed && w < 64 && (r >> (w - 1)) & 1 == 1 {
-                (r | !mask) as i64
-            } else {
-                r as i64
-            }
+            let vals = args.iter().map(e).collect::<Option<Vec<i64>>>()?;
+            cudarace_solver::fold_bits(*op, *signed, u32::from(*width), &vals)?
         }
         _ => eval_bool(t, m)? as i64,
     })
@@ -309,6 +283,7 @@ fn partial(t: &Term, m: &BTreeMap<String, i64>, unknown: &BTreeSet<String>) -> O
 mod tests {
     use super::*;
     use crate::terms::{add, and, eq, int, le, lt, modulo, or, tru};
+    use cudarace_solver::BitOp;
 
     #[test]
     fn unknowns_on_untaken_branches_do_not_matter() {
@@ -444,6 +419,14 @@ mod tests {
             args: vec![t.clone(), Term::Int(3)].into(),
         };
         assert_eq!(eval_int(&x, &m), Some(6));
+        // A 64-bit shift by 2^32 + 1 (past the width) is 0, not a shift by 1.
+        let far = Term::Bit {
+            op: BitOp::Shl,
+            width: 64,
+            signed: false,
+            args: vec![Term::Int(1), Term::Int((1 << 32) + 1)].into(),
+        };
+        assert_eq!(eval_int(&far, &m), Some(0));
         assert_eq!(eval_bool(&Term::lt(t, Term::Int(6)), &m), Some(true));
         assert_eq!(
             eval_int(

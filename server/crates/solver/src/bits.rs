@@ -228,13 +228,17 @@ pub(crate) fn disjoint_bits(
 
 /// Terms visited at most when [`may_bits`] looks at one operand (a chain of sixteen `|` is
 /// looked at again from each link).
-pub(crate) const MAY_BITS_BUDGET: usize = 2_048;
+const MAY_BITS_BUDGET: usize = 2_048;
 
 /// The bits that may be 1 in `t`'s value, when it is known to be non-negative and below 2^62
 /// (`None` otherwise, or past `budget` terms): `x % 16` may set the low four bits, `b * 256`
 /// with `b` in 0..=1 bit 8, a sum of operands with disjoint bits their union; any other sum or
 /// product of bounded operands every bit up to its largest value.
-pub(crate) fn may_bits(t: &Term, values: &[(String, i64)], budget: &mut usize) -> Option<u64> {
+pub(crate) fn may_bits(t: &Term, values: &[(String, i64)]) -> Option<u64> {
+    may_bits_within(t, values, &mut { MAY_BITS_BUDGET })
+}
+
+fn may_bits_within(t: &Term, values: &[(String, i64)], budget: &mut usize) -> Option<u64> {
     const TOP: u64 = 1 << 62;
     // Every bit up to the highest of `v`.
     let upto = |v: u64| {
@@ -251,7 +255,7 @@ pub(crate) fn may_bits(t: &Term, values: &[(String, i64)], budget: &mut usize) -
         return None;
     }
     *budget -= 1;
-    let mut go = |x: &Term| may_bits(x, values, budget);
+    let mut go = |x: &Term| may_bits_within(x, values, budget);
     match t {
         Term::Int(v) => constant(*v),
         Term::Var(n) => values
@@ -331,22 +335,22 @@ pub(crate) fn may_bits(t: &Term, values: &[(String, i64)], budget: &mut usize) -
     }
 }
 
-/// Terms visited at most when [`constant_value`] evaluates one operand (the terms are DAGs:
-/// shared parts are visited once per path).
-pub(crate) const CONSTANT_BUDGET: usize = 256;
+/// Terms visited at most when [`constant_value`] evaluates a term (the terms are DAGs: shared
+/// parts are visited once per path).
+const CONSTANT_BUDGET: usize = 256;
 
 /// The value of `t` when it is a constant once `values` are substituted (`None` otherwise, on
-/// overflow, a division by zero, or past `budget` terms), with C's operators.
-pub(crate) fn constant_value(
-    t: &Term,
-    values: &[(String, i64)],
-    budget: &mut usize,
-) -> Option<i64> {
+/// overflow, a division by zero, or past [`CONSTANT_BUDGET`] terms), with C's operators.
+pub(crate) fn constant_value(t: &Term, values: &[(String, i64)]) -> Option<i64> {
+    constant_within(t, values, &mut { CONSTANT_BUDGET })
+}
+
+fn constant_within(t: &Term, values: &[(String, i64)], budget: &mut usize) -> Option<i64> {
     if *budget == 0 {
         return None;
     }
     *budget -= 1;
-    let mut go = |x: &Term| constant_value(x, values, budget);
+    let mut go = |x: &Term| constant_within(x, values, budget);
     match t {
         Term::Int(v) => Some(*v),
         Term::Var(n) => values.iter().find(|(m, _)| **m == **n).map(|(_, v)| *v),
@@ -362,7 +366,7 @@ pub(crate) fn constant_value(
             width,
             signed,
             args,
-        } if (1..=MAX_INTEGER_WIDTH).contains(&u32::from(*width)) => {
+        } => {
             let vs = args.iter().map(go).collect::<Option<Vec<i64>>>()?;
             fold_bits(*op, *signed, u32::from(*width), &vs)
         }
@@ -370,9 +374,15 @@ pub(crate) fn constant_value(
     }
 }
 
-/// [`bit`] on constants: the `w`-bit two's complement of each operand, the operation, and the
-/// result read back signed or unsigned. `None` when an operand count does not fit the operator.
-pub(crate) fn fold_bits(op: BitOp, signed: bool, w: u32, values: &[i64]) -> Option<i64> {
+/// C's bitwise operators on values, as [`bit`] computes them: the `w`-bit two's complement of
+/// each operand, the operation, and the result read back signed or unsigned (a shift by the
+/// width or more: 0, or the sign for `>>` of a signed value). `None` when an operand count does
+/// not fit the operator, the width is not 1 to 64, or the result does not fit an `i64` (an
+/// unsigned 64-bit result of 2^63 or more). The checker evaluates witnesses with it too.
+pub fn fold_bits(op: BitOp, signed: bool, w: u32, values: &[i64]) -> Option<i64> {
+    if !(1..=64).contains(&w) {
+        return None;
+    }
     let mask = (1i128 << w) - 1;
     let u: Vec<i128> = values.iter().map(|v| i128::from(*v) & mask).collect();
     let as_signed = |x: i128| {
@@ -522,10 +532,10 @@ mod tests {
             signed: false,
             args: vec![Term::Int(1), Term::Add(vec![v("k"), v("k")].into())].into(),
         };
-        assert_eq!(constant_value(&shift, &values, &mut 10), Some(16));
-        assert_eq!(constant_value(&shift, &values, &mut 3), None);
+        assert_eq!(constant_value(&shift, &values), Some(16));
+        assert_eq!(constant_within(&shift, &values, &mut 3), None);
         let open = Term::Add(vec![v("k"), v("tid")].into());
-        assert_eq!(constant_value(&open, &values, &mut 10), None);
+        assert_eq!(constant_value(&open, &values), None);
     }
 
     /// Bit fields packed with `|`, `^` and `&` of disjoint fields are sums (and zeros) in
@@ -570,7 +580,7 @@ mod tests {
             for a in -9..=9 {
                 for b in -9..=9 {
                     let values = [("x".to_string(), a), ("y".to_string(), b)];
-                    let want = constant_value(t, &values, &mut 1_000);
+                    let want = constant_value(t, &values);
                     let n = Int::from_i64;
                     let got = e
                         .substitute(&[(&x, &n(a)), (&y, &n(b))])

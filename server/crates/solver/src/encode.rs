@@ -9,10 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use z3::ast::{Bool, Int, BV};
 
-use crate::bits::{
-    bit, constant_value, disjoint_bits, integer_bits, may_bits, CONSTANT_BUDGET, MAY_BITS_BUDGET,
-};
-use crate::term::{Sort, Term};
+use crate::bits::{bit, constant_value, disjoint_bits, integer_bits, may_bits};
+use crate::term::{BitOp, Sort, Term};
 
 /// Nesting depth beyond which a term is refused. Our translation is iterative, but parts of Z3
 /// recurse over terms, and a stack overflow aborts the whole process (it cannot be caught); the
@@ -297,17 +295,17 @@ impl Encoder {
                 let ints = ints(args)?;
                 // Constants are found on the terms, never by Z3's `simplify`: the timer may
                 // have interrupted the context, and an interrupted `simplify` returns no term.
+                if matches!(op, BitOp::And | BitOp::Or | BitOp::Xor) {
+                    let masks: Vec<Option<u64>> =
+                        operands.iter().map(|o| may_bits(o, &self.values)).collect();
+                    if let Some(x) = disjoint_bits(*op, *signed, w, &ints, &masks) {
+                        return Ok(Expr::Int(x));
+                    }
+                }
                 let consts: Vec<Option<i64>> = operands
                     .iter()
-                    .map(|o| constant_value(o, &self.values, &mut CONSTANT_BUDGET.clone()))
+                    .map(|o| constant_value(o, &self.values))
                     .collect();
-                let masks: Vec<Option<u64>> = operands
-                    .iter()
-                    .map(|o| may_bits(o, &self.values, &mut MAY_BITS_BUDGET.clone()))
-                    .collect();
-                if let Some(x) = disjoint_bits(*op, *signed, w, &ints, &masks) {
-                    return Ok(Expr::Int(x));
-                }
                 if let Some(x) = integer_bits(*op, *signed, w, &ints, &consts) {
                     return Ok(Expr::Int(x));
                 }

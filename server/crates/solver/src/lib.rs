@@ -15,6 +15,7 @@ mod progress;
 mod solve;
 pub mod term;
 
+pub use bits::fold_bits;
 pub use pool::{exit_process, wait_for_solver_threads, CancelToken, SolverPool, GRACE};
 pub use solve::solve;
 pub use term::*;

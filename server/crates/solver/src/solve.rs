@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use z3::ast::Bool;
 use z3::{Params, SatResult, Solver};
 
+use crate::bits::constant_value;
 use crate::encode::{Encoder, Expr};
 use crate::pool::RawContext;
 use crate::probes::{probe, probe_implausible};
@@ -417,21 +418,11 @@ fn by_cases(
     Some(Answer::Unsat)
 }
 
-/// The value of `t` when it names only variables of `values` (`None` otherwise, or when it is
-/// larger than a plausibility assumption over parameters is): C's operators, as
-/// [`crate::bits::constant_value`] evaluates them.
-pub(crate) fn closed_int(t: &Term, values: &[(String, i64)]) -> Option<i64> {
-    crate::bits::constant_value(t, values, &mut CLOSED_TERMS.clone())
-}
-
-/// Terms evaluated at most for one closed value.
-const CLOSED_TERMS: usize = 256;
-
 pub(crate) fn closed_bool(t: &Term, values: &[(String, i64)], depth: u32) -> Option<bool> {
     if depth > 32 {
         return None;
     }
-    let int = |x: &Term| closed_int(x, values);
+    let int = |x: &Term| constant_value(x, values);
     let go = |x: &Term| closed_bool(x, values, depth + 1);
     match t {
         Term::Bool(b) => Some(*b),
@@ -1019,7 +1010,7 @@ mod tests {
         assert_eq!(closed_bool(&assumption, &values, 0), Some(false));
         // Truncation toward zero, the remainder's sign from the dividend, `mod` non-negative,
         // and no value when dividing by zero.
-        let at = |t: Term| closed_int(&t, &[("x".to_string(), -7)]);
+        let at = |t: Term| constant_value(&t, &[("x".to_string(), -7)]);
         assert_eq!(at(Term::Div(v("x").into(), Term::Int(2).into())), Some(-3));
         assert_eq!(at(Term::Rem(v("x").into(), Term::Int(2).into())), Some(-1));
         assert_eq!(at(Term::Mod(v("x").into(), Term::Int(2).into())), Some(1));
