@@ -309,7 +309,7 @@ fn data_files_exist() {
         "tree/a.cu",
         "tree/sub/b.cuh",
         "tree/notes.txt",
-        "slow_permuted_digits.cu",
+        "slow_packed_triangles.cu",
     ] {
         assert!(data.join(f).is_file(), "missing {f}");
     }
@@ -501,7 +501,7 @@ fn file_timeout_leaves_undecided_kernels_unknown() {
         "json",
         "--file-timeout-ms",
         "1",
-        "tests/data/slow_permuted_digits.cu",
+        "tests/data/slow_packed_triangles.cu",
     ]);
     assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
     let v = json(&out);

@@ -1001,6 +1001,24 @@ impl<'k> Exec<'k> {
         }
     }
 
+    /// The dividend of `(x - x % d) / d` as `x`: C's `x - x % d` is `d * (x / d)` exactly, so the
+    /// quotient is `x / d` (a digit taken off a flat index before the division,
+    /// `i = (i - i % n) / n`). The solver would otherwise need nonlinear reasoning to see that
+    /// the remainder it subtracts leaves nothing for the division to truncate. A Euclidean
+    /// `mod` (what `%` becomes for non-negative operands) agrees with `%` only for `x >= 0`.
+    fn without_own_remainder(&self, a: Term, d: &Term) -> Term {
+        if let Term::Sub(x, r) = &a {
+            match &**r {
+                Term::Rem(y, e) if y == x && &**e == d => return (**x).clone(),
+                Term::Mod(y, e) if y == x && &**e == d && self.non_negative(x) => {
+                    return (**x).clone()
+                }
+                _ => {}
+            }
+        }
+        a
+    }
+
     fn binary(&mut self, op: BinOp, a: Term, b: Term) -> Term {
         let bit = |op: BitOp, a: Term, b: Term| Term::Bit {
             op,
@@ -1028,6 +1046,7 @@ impl<'k> Exec<'k> {
                     BinOp::Mul => mul(a, b),
                     BinOp::Div => {
                         self.divisor_nonzero(&b);
+                        let a = self.without_own_remainder(a, &b);
                         div(a, b)
                     }
                     // On non-negative operands C's `%` is the mathematical `mod`, which Z3
