@@ -12,7 +12,7 @@ use cudarace_ir::{FileIr, Kernel, KernelReport, SourceFile, Verdict};
 use cudarace_solver::{Answer, CancelToken, Query, SolverPool};
 use cudarace_syntax::{lower_source, FrontendOptions};
 use std::any::Any;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
@@ -290,6 +290,16 @@ impl Pending<'_> {
     }
 }
 
+/// What a pair left undecided by the first pass's short limit answers when its array is racy
+/// already (see [`second_pass`]).
+pub const NOT_ASKED_AGAIN: &str =
+    "timeout of the first pass; not asked again, the array is racy already";
+
+/// A witness no clock shaped (see [`needs_full_limit`]).
+fn is_complete_witness(answer: &Answer) -> bool {
+    matches!(answer, Answer::Sat(model) if !model.contains_key(cudarace_solver::INCOMPLETE_KEY))
+}
+
 /// Whether `answer` was given under a first-pass limit that stopped it (a query timeout, or a
 /// witness the clock may have shaped): it is asked again with the full limit.
 fn needs_full_limit(answer: &Answer) -> bool {
@@ -388,13 +398,26 @@ fn second_pass(
     // budget counts the time it has spent, not the other kernels' first passes in between.
     let own_start = resumed.checked_sub(p.spent).unwrap_or(resumed);
     let (deadline, spent) = kernel_deadline(opts, own_start, file_deadline, false);
-    let again: Vec<usize> = p
-        .plan
-        .solve_order()
-        .into_iter()
-        .filter(|&i| p.answers.get(i).is_some_and(needs_full_limit))
+    // A pair the short limit stopped on an array the first pass found racy is not asked
+    // again: the kernel is racy whatever it answers, and its full limit (seconds) would only
+    // delay the kernel's report (half of the corpus's racy kernels over 2 s spent them so).
+    let racy: BTreeSet<&str> = (0..p.answers.len())
+        .filter(|&i| is_complete_witness(&p.answers[i]))
+        .filter_map(|i| p.plan.race_array(i))
         .collect();
     let mut answers = p.answers.clone();
+    let mut again = Vec::new();
+    for i in p.plan.solve_order() {
+        if !p.answers.get(i).is_some_and(needs_full_limit) {
+            continue;
+        }
+        match p.plan.race_array(i) {
+            Some(array) if racy.contains(array) && matches!(p.answers[i], Answer::Unknown(_)) => {
+                answers[i] = Answer::Unknown(NOT_ASKED_AGAIN.to_string());
+            }
+            _ => again.push(i),
+        }
+    }
     solve_before(
         &p.plan.queries,
         &|i| p.plan.race_array(i),

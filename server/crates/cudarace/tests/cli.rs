@@ -310,6 +310,7 @@ fn data_files_exist() {
         "tree/sub/b.cuh",
         "tree/notes.txt",
         "slow_packed_triangles.cu",
+        "racy_array_with_a_slow_pair.cu",
     ] {
         assert!(data.join(f).is_file(), "missing {f}");
     }
@@ -487,6 +488,30 @@ fn an_abort_in_a_kernel_names_the_file_and_the_kernel() {
     assert!(
         err.contains("cudarace: SIGABRT while checking tests/data/racy.cu, kernel `shift`"),
         "{err}"
+    );
+}
+
+/// A pair the first pass's short query limit stops is asked again with the full limit, except
+/// on an array the first pass found racy: the kernel is racy either way, and it is reported
+/// without waiting seconds for the pair (whose reason says so).
+#[test]
+fn slow_pairs_of_a_racy_array_are_not_asked_again() {
+    let out = run(&[
+        "check",
+        "--format",
+        "json",
+        "tests/data/racy_array_with_a_slow_pair.cu",
+    ]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let v = json(&out);
+    let k = v["kernels"][0].clone();
+    assert_eq!(k["verdict"], "racy", "{k}");
+    let reason = k["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains(
+            "to `out` (timeout of the first pass; not asked again, the array is racy already)"
+        ),
+        "{reason}"
     );
 }
 
