@@ -333,9 +333,18 @@ fn solve_inner(
     };
     // A check stopped by the clock may have left a witness that breaks an assumption (or no
     // precondition) where more time would have found a plausible one: say so.
+    let out_of_time = timer.fired() || start.elapsed() >= budget;
     if let Answer::Sat(model) = &mut answer {
-        if timer.fired() || start.elapsed() >= budget {
+        if out_of_time {
             model.insert(crate::term::INCOMPLETE_KEY.to_string(), 1);
+        }
+    }
+    // The timer's interrupts (repeated every `REINTERRUPT` once the budget is spent) can stop
+    // the reading of a model after a sat check: that is the clock, not a solver error, and
+    // a caller with more time asks again (a corpus kernel's pair at the first pass's 250 ms).
+    if let Answer::Unknown(reason) = &answer {
+        if out_of_time && (reason == SAT_WITHOUT_MODEL || reason == INTERRUPTED) {
+            return Answer::Unknown("timeout".to_string());
         }
     }
     answer
@@ -950,18 +959,22 @@ fn classify_unknown(reason: &str, out_of_time: bool) -> String {
 /// Reads the `report` variables out of the model, with model completion so that a variable the
 /// solver did not need still gets a value. Values that do not fit an `i64` are left out; the
 /// answer stays `Sat`.
+/// Why a sat check gave no witness: its model, or a value in it, could not be read.
+const SAT_WITHOUT_MODEL: &str = "solver error: sat without a model";
+const INTERRUPTED: &str = "interrupted";
+
 pub(crate) fn sat_answer(solver: &Solver, enc: &Encoder, query: &Query) -> Answer {
     // An interrupt (timer or cancellation) racing with the end of the check can make the first
     // attempt fail; Z3 does not keep the interrupted state, so one retry tells the two apart.
     let Some(model) = solver.get_model().or_else(|| solver.get_model()) else {
-        return Answer::Unknown("solver error: sat without a model".to_string());
+        return Answer::Unknown(SAT_WITHOUT_MODEL.to_string());
     };
     let mut values = std::collections::BTreeMap::new();
     for name in &query.report {
         // `eval` fails (None) only when the context was interrupted meanwhile: by a cancel,
         // which does not go through the disarmed timer. A witness without its values would be
         // wrong (tests/pool_under_load.rs saw `Sat({})` for `x + 1 == 1`), so it is no answer.
-        let interrupted = || Answer::Unknown("interrupted".to_string());
+        let interrupted = || Answer::Unknown(INTERRUPTED.to_string());
         let value = match enc.var(name) {
             Some(Expr::Int(i)) => match model.eval(i, true) {
                 Some(v) => v.as_i64(),

@@ -15,7 +15,8 @@
 //! - `non-negative-indices`: the cell of a kernel's pointer parameter that two threads meet on
 //!   has non-negative coordinates (the pointer is the start of the buffer), each below 2^31 (an
 //!   `int` index reaching past it overflowed, which is undefined behaviour).
-//! - `shared-in-bounds`: the cell of a `__shared__` array with a declared size is inside it;
+//! - `shared-in-bounds`: the cell of a `__shared__` (or `__device__`) array with a declared size
+//!   is inside it;
 //!   and a block fits the per-thread slots every thread fills before any may leave
 //!   (`s[threadIdx.x] = …` with `s[32]`: `blockDim.x <= 32`; also `s[ty][tx]` of a 2-D tile
 //!   handed to a helper, whose cells it reads row-major as `s[ty * 8 + tx]`) unless the
@@ -615,7 +616,12 @@ pub fn cell_assumptions(
                 });
             }
         }
-        (MemSpace::Shared, ArrayOrigin::SharedDecl) if switches.shared_in_bounds => {
+        // A `__device__` array of a declared size is as much the program's as a `__shared__`
+        // one: a cell past its end is undefined behaviour, not a race a caller would accept.
+        (MemSpace::Shared, ArrayOrigin::SharedDecl)
+        | (MemSpace::Global, ArrayOrigin::DeviceGlobal)
+            if switches.shared_in_bounds =>
+        {
             // Constant sizes only: a size given by a parameter would add a variable the query
             // may not have.
             let dims: Option<Vec<Term>> = arr
