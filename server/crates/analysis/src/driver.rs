@@ -8,7 +8,7 @@ use crate::report::FileReport;
 use crate::suppress;
 use cudarace_check::race_cap::{RaceGate, Step, NOT_ASKED};
 use cudarace_check::{finish_kernel, plan_kernel_until, CheckOptions};
-use cudarace_ir::{FileIr, Kernel, KernelReport, SourceFile, Verdict};
+use cudarace_ir::{FileIr, Kernel, KernelReport, SourceFile, Span, Verdict};
 use cudarace_solver::{Answer, CancelToken, Query, SolverPool};
 use cudarace_syntax::{lower_source, FrontendOptions};
 use std::any::Any;
@@ -293,7 +293,7 @@ impl Pending<'_> {
 /// What a pair left undecided by the first pass's short limit answers when its array is racy
 /// already (see [`second_pass`]).
 pub const NOT_ASKED_AGAIN: &str =
-    "timeout of the first pass; not asked again, the array is racy already";
+    "timeout of the first pass; not asked again, both accesses are racy already";
 
 /// A witness no clock shaped (see [`needs_full_limit`]).
 fn is_complete_witness(answer: &Answer) -> bool {
@@ -398,24 +398,30 @@ fn second_pass(
     // budget counts the time it has spent, not the other kernels' first passes in between.
     let own_start = resumed.checked_sub(p.spent).unwrap_or(resumed);
     let (deadline, spent) = kernel_deadline(opts, own_start, file_deadline, false);
-    // A pair the short limit stopped on an array the first pass found racy is not asked
-    // again: the kernel is racy whatever it answers, and its full limit (seconds) would only
+    // A pair the short limit stopped is not asked again when the first pass found both of its
+    // accesses racy with others of the same array: the kernel is racy whatever it answers,
+    // each of its accesses has a finding already, and its full limit (seconds) would only
     // delay the kernel's report (half of the corpus's racy kernels over 2 s spent them so).
-    let racy: BTreeSet<&str> = (0..p.answers.len())
+    let racy: BTreeSet<(&str, Span)> = (0..p.answers.len())
         .filter(|&i| is_complete_witness(&p.answers[i]))
-        .filter_map(|i| p.plan.race_array(i))
+        .filter_map(|i| p.plan.race_sides(i))
+        .flat_map(|(array, a, b)| [(array, a), (array, b)])
         .collect();
+    let flagged = |i: usize| {
+        p.plan
+            .race_sides(i)
+            .is_some_and(|(array, a, b)| racy.contains(&(array, a)) && racy.contains(&(array, b)))
+    };
     let mut answers = p.answers.clone();
     let mut again = Vec::new();
     for i in p.plan.solve_order() {
         if !p.answers.get(i).is_some_and(needs_full_limit) {
             continue;
         }
-        match p.plan.race_array(i) {
-            Some(array) if racy.contains(array) && matches!(p.answers[i], Answer::Unknown(_)) => {
-                answers[i] = Answer::Unknown(NOT_ASKED_AGAIN.to_string());
-            }
-            _ => again.push(i),
+        if matches!(p.answers[i], Answer::Unknown(_)) && flagged(i) {
+            answers[i] = Answer::Unknown(NOT_ASKED_AGAIN.to_string());
+        } else {
+            again.push(i);
         }
     }
     solve_before(

@@ -38,6 +38,14 @@ impl KernelPlan {
         }
     }
 
+    /// The array and the two accesses' spans of a race query (`None` for a divergence query).
+    pub fn race_sides(&self, i: usize) -> Option<(&str, cudarace_ir::Span, cudarace_ir::Span)> {
+        match self.meta.items.get(i) {
+            Some(Item::Race { array, a, b, .. }) => Some((array, a.span, b.span)),
+            _ => None,
+        }
+    }
+
     /// Per query, whether the cap leaves it out given the answers (see the module comment).
     pub fn capped(&self, answers: &[Answer]) -> Vec<bool> {
         let mut racy: BTreeMap<&str, usize> = BTreeMap::new();

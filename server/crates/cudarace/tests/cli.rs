@@ -492,8 +492,9 @@ fn an_abort_in_a_kernel_names_the_file_and_the_kernel() {
 }
 
 /// A pair the first pass's short query limit stops is asked again with the full limit, except
-/// on an array the first pass found racy: the kernel is racy either way, and it is reported
-/// without waiting seconds for the pair (whose reason says so).
+/// when the first pass found both of its accesses racy with others of the same array: the
+/// kernel is racy either way, every access keeps a finding, and the kernel is reported without
+/// waiting seconds for the pair (whose reason says so).
 #[test]
 fn slow_pairs_of_a_racy_array_are_not_asked_again() {
     let out = run(&[
@@ -509,7 +510,7 @@ fn slow_pairs_of_a_racy_array_are_not_asked_again() {
     let reason = k["reason"].as_str().unwrap_or_default();
     assert!(
         reason.contains(
-            "to `out` (timeout of the first pass; not asked again, the array is racy already)"
+            "to `out` (timeout of the first pass; not asked again, both accesses are racy already)"
         ),
         "{reason}"
     );

@@ -536,6 +536,14 @@ impl Gen {
             // or past a row too narrow (rows meet).
             "gid / (n + 1) * ((n + 1) * (n + 1)) + gid % (n + 1) * (n + 1)".into(),
             "gid / (n + 1) * (n + 1) + gid % (n + 1) * (n + 1)".into(),
+            // The low digit subtracted before the division (`(i - i % w) / w` is `i / w`), and
+            // subtracted before a division by another divisor (no such identity: rows meet).
+            "(gid - gid % (n + 1)) / (n + 1) * (n + 1) + gid % (n + 1)".into(),
+            "(gid - gid % (n + 1)) / (n + 2) * (n + 1) + gid % (n + 1)".into(),
+            // The leading digit by a remainder: the id itself under the guard
+            // `gid < (n + 1) * (n + 2)` (see `condition`), ids `(n + 1) * (n + 2)` apart meet
+            // without it.
+            "gid / (n + 1) % (n + 2) * (n + 1) + gid % (n + 1)".into(),
         ];
         if let Some((var, _, _)) = self.loop_vars.last().cloned() {
             choices.push(format!("gid + {var}"));
@@ -567,6 +575,7 @@ impl Gen {
             "tid < n".into(),
             format!("v > {}", self.rng.range(0, 7)),
             format!("blockDim.x > {}", self.rng.range(1, 6)),
+            "gid < (n + 1) * (n + 2)".into(),
         ];
         let (a, b, c) = (
             self.rng.range(1, 2),
