@@ -304,7 +304,9 @@ fn is_complete_witness(answer: &Answer) -> bool {
 /// witness the clock may have shaped): it is asked again with the full limit.
 fn needs_full_limit(answer: &Answer) -> bool {
     match answer {
-        Answer::Unknown(reason) => reason == "timeout",
+        Answer::Unknown(reason) => {
+            reason == "timeout" || reason == cudarace_solver::TIMEOUT_PLAUSIBLY_RACE_FREE
+        }
         Answer::Sat(model) => model.contains_key(cudarace_solver::INCOMPLETE_KEY),
         Answer::Unsat => false,
     }

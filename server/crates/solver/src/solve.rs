@@ -720,7 +720,7 @@ fn solve_levels(
             Some(solver) => solver,
             None => {
                 owned = match check(&[], plain_share, "plain", None) {
-                    Err(a) => return a,
+                    Err(a) => return plausibly_race_free(a, assumptions_inconsistent, assumptions),
                     Ok(CheckResult::Sat(solver)) => solver,
                     Ok(CheckResult::Unsat) => return Answer::Unsat,
                     Ok(CheckResult::Unknown(r)) => {
@@ -782,10 +782,25 @@ fn solve_levels(
     if cancelled() {
         return Answer::Unknown("cancelled".to_string());
     }
-    Answer::Unknown(classify_unknown(
-        &last_reason,
-        timer.fired() || start.elapsed() >= budget,
-    ))
+    let reason = classify_unknown(&last_reason, timer.fired() || start.elapsed() >= budget);
+    plausibly_race_free(
+        Answer::Unknown(reason),
+        assumptions_inconsistent,
+        assumptions,
+    )
+}
+
+/// A timeout after the solver proved that no witness keeps the assumptions is
+/// [`crate::term::TIMEOUT_PLAUSIBLY_RACE_FREE`]: shown to the user, the pair is undecided, but
+/// not for want of looking at the values that matter (a transpose whose digits meet only with
+/// negative sizes).
+fn plausibly_race_free(answer: Answer, proved: bool, assumptions: &[Bool]) -> Answer {
+    match answer {
+        Answer::Unknown(r) if r == "timeout" && proved && !assumptions.is_empty() => {
+            Answer::Unknown(crate::term::TIMEOUT_PLAUSIBLY_RACE_FREE.to_string())
+        }
+        other => other,
+    }
 }
 
 /// Where slow checks are written as SMT-LIB (`CUDARACE_SLOW_QUERIES=DIR`), and from how many
@@ -956,13 +971,13 @@ fn classify_unknown(reason: &str, out_of_time: bool) -> String {
     }
 }
 
-/// Reads the `report` variables out of the model, with model completion so that a variable the
-/// solver did not need still gets a value. Values that do not fit an `i64` are left out; the
-/// answer stays `Sat`.
 /// Why a sat check gave no witness: its model, or a value in it, could not be read.
 const SAT_WITHOUT_MODEL: &str = "solver error: sat without a model";
 const INTERRUPTED: &str = "interrupted";
 
+/// Reads the `report` variables out of the model, with model completion so that a variable the
+/// solver did not need still gets a value. Values that do not fit an `i64` are left out; the
+/// answer stays `Sat`.
 pub(crate) fn sat_answer(solver: &Solver, enc: &Encoder, query: &Query) -> Answer {
     // An interrupt (timer or cancellation) racing with the end of the check can make the first
     // attempt fail; Z3 does not keep the interrupted state, so one retry tells the two apart.

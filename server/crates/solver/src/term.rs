@@ -443,6 +443,13 @@ pub const PRECONDITION_KEY: &str = "$precondition";
 /// (a real model) but not final: a caller that solved under a short first limit solves it again.
 pub const INCOMPLETE_KEY: &str = "$incomplete";
 
+/// The reason of an `unknown` answer stopped by the clock after the solver proved that no
+/// witness satisfies the plausibility assumptions ([`Query::assumptions`]): the pair is
+/// race-free for the values a caller would pass, and whether a race needs others is undecided.
+/// Like a plain `"timeout"`, a caller with more time asks again.
+pub const TIMEOUT_PLAUSIBLY_RACE_FREE: &str =
+    "timeout: race-free for the values a caller would pass, undecided for others";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
     /// Values of [`Query::report`] variables (Bool as 0/1) in a model.

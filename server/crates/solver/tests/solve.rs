@@ -290,6 +290,26 @@ fn naive_grid_stride_is_bounded_by_rlimit() {
     }
 }
 
+/// A pair stopped by the clock after the solver proved that no witness keeps the assumptions
+/// says so: race-free for the values a caller would pass, undecided for the others. Without
+/// that proof it is a plain timeout.
+#[test]
+fn timeout_after_no_plausible_witness_says_so() {
+    let limits = Limits {
+        timeout_ms: 300,
+        ..Limits::default()
+    };
+    let plain = solve(&grid_stride_naive(), &limits);
+    assert_eq!(plain, Answer::Unknown("timeout".to_string()));
+    let mut q = grid_stride_naive();
+    // A thread index below zero: linear arithmetic alone shows that no witness keeps it.
+    q.assumptions = vec![Term::lt(v("t1"), int(0))];
+    assert_eq!(
+        solve(&q, &limits),
+        Answer::Unknown(cudarace_solver::TIMEOUT_PLAUSIBLY_RACE_FREE.to_string())
+    );
+}
+
 #[test]
 fn residue_grid_stride_is_unsat_within_the_default_rlimit() {
     // Decided by the full engine in about 0.5 s alone; the wall clock is generous so that the
