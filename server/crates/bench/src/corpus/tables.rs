@@ -44,9 +44,12 @@ pub struct Stats {
     pub reasons: BTreeMap<String, ReasonClass>,
     /// Kernels whose reason mentions a timeout, by verdict.
     pub timeouts: BTreeMap<String, usize>,
-    /// … of which a query timeout (`(timeout)`), the kernel's time budget, a resource limit.
+    /// … of which a query timeout (`(timeout)`, also `(timeout: race-free for the values …)`),
+    /// the kernel's time budget, a first-pass timeout not asked again (both accesses racy
+    /// already), a resource limit.
     pub query_timeouts: usize,
     pub budget_timeouts: usize,
+    pub not_asked_again: usize,
     pub resource_limits: usize,
     pub file_error_classes: BTreeMap<String, usize>,
     pub crashes: Vec<(String, f64, String, String)>,
@@ -134,11 +137,14 @@ impl Stats {
                 let lower = reason.to_lowercase();
                 if lower.contains("timeout") || lower.contains("timed out") {
                     *s.timeouts.entry(v.clone()).or_default() += 1;
-                    if lower.contains("(timeout)") {
+                    if lower.contains("(timeout)") || lower.contains("(timeout: race-free") {
                         s.query_timeouts += 1;
                     }
                     if lower.contains("time budget") {
                         s.budget_timeouts += 1;
+                    }
+                    if lower.contains("not asked again") {
+                        s.not_asked_again += 1;
                     }
                 }
                 if lower.contains("resource limit") || lower.contains("rlimit") {
@@ -327,11 +333,13 @@ Definite findings come from {} kernels in {} files; most: {}.",
              | reason mentions a timeout | {} ({}) |\n\
              | … a query timeout (`(timeout)`) | {} |\n\
              | … the kernel's time budget ran out | {} |\n\
+             | … a first-pass timeout not asked again (both accesses racy already) | {} |\n\
              | reason mentions a resource limit | {} |",
             self.timeouts.values().sum::<usize>(),
             by_verdict.join(", "),
             self.query_timeouts,
             self.budget_timeouts,
+            self.not_asked_again,
             self.resource_limits
         );
 

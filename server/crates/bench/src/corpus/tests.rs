@@ -80,6 +80,18 @@ fn report_b() -> &'static str {
         "files": [{"file": "b.cu", "syntax_errors": [], "notices": []}]}"#
 }
 
+/// Timeouts of the kinds the timeout table tells apart.
+fn report_g() -> &'static str {
+    r#"{"version": 1,
+        "kernels": [
+          {"file": "g.cu", "name": "p", "line": 1, "verdict": "unknown", "time_ms": 3.0,
+           "reason": "the solver could not decide a pair of accesses to `o` (timeout: race-free for the values a caller would pass, undecided for others)"},
+          {"file": "g.cu", "name": "q", "line": 9, "verdict": "racy", "time_ms": 3.0,
+           "reason": "the solver could not decide 2 pairs of accesses to `o` (timeout of the first pass; not asked again, both accesses are racy already)"}],
+        "findings": [],
+        "files": [{"file": "g.cu", "syntax_errors": [], "notices": []}]}"#
+}
+
 fn records() -> Vec<FileRecord> {
     vec![
         record_from_output("a.cu", 61000.0, &Outcome::Exited(1), report_a(), ""),
@@ -94,6 +106,7 @@ fn records() -> Vec<FileRecord> {
         record_from_output("d.cu", 60000.0, &Outcome::TimedOut, "", ""),
         record_from_output("e.cu", 3.0, &Outcome::Exited(0), "{\"kernels\": [", ""),
         record_from_output("f.cu", 3.0, &Outcome::Exited(101), "{}", "panic"),
+        record_from_output("g.cu", 4.0, &Outcome::Exited(1), report_g(), ""),
     ]
 }
 
@@ -121,10 +134,10 @@ fn records_classify_processes() {
 #[test]
 fn stats_aggregate_reports() {
     let s = Stats::of(&records());
-    assert_eq!((s.files, s.files_ok, s.kernels), (6, 2, 5));
+    assert_eq!((s.files, s.files_ok, s.kernels), (7, 3, 7));
     assert_eq!(s.crashes.len(), 3);
     assert_eq!(s.file_timeouts.len(), 1);
-    assert_eq!(s.verdicts["unknown"], 2);
+    assert_eq!(s.verdicts["unknown"], 3);
     assert_eq!(s.verdicts["unsupported"], 1);
     assert_eq!(s.findings["data-race"]["definite"], 1);
     assert_eq!(s.findings["data-race"]["conditional"], 1);
@@ -141,14 +154,21 @@ fn stats_aggregate_reports() {
         s.reasons["`…` may be accessed by unmodelled code (unsupported statement)"].example,
         "`p` may be accessed by unmodelled code (unsupported statement)"
     );
-    assert_eq!(s.timeouts.values().sum::<usize>(), 2);
-    assert_eq!((s.query_timeouts, s.budget_timeouts), (1, 1));
+    assert_eq!(s.timeouts.values().sum::<usize>(), 4);
+    assert_eq!(
+        (s.query_timeouts, s.budget_timeouts, s.not_asked_again),
+        (2, 1, 1)
+    );
     assert_eq!((s.files_over_10s, s.files_over_60s), (2, 1));
     assert_eq!(s.slowest[0].kernel, "k2");
     assert_eq!(s.kernel_ms.max(), 60000.0);
     let mut out = String::new();
     s.render(&mut out);
-    assert!(out.contains("| racy | 1 | 20.0 % |"), "{out}");
+    assert!(out.contains("| racy | 2 | 28.6 % |"), "{out}");
+    assert!(
+        out.contains("| … a first-pass timeout not asked again (both accesses racy already) | 1 |"),
+        "{out}"
+    );
     assert!(out.contains("| data-race | 1 | 0 | 1 | 2 |"), "{out}");
 }
 
