@@ -939,6 +939,32 @@ fn split_rows(t: &Term) -> Vec<(Term, Term, Term)> {
     out
 }
 
+/// `t` with every unsigned wrap-around of [`crate::protocol::ctype::low_wrap`] replaced by the
+/// value it wraps (which is what it is where that value is not negative).
+fn without_wraps(t: &Term) -> Term {
+    use crate::protocol::ctype::unwrap_low;
+    if let Some(x) = unwrap_low(t, 32).or_else(|| unwrap_low(t, 64)) {
+        return without_wraps(x);
+    }
+    let all = |ts: &[Term]| -> Option<Vec<Term>> {
+        let new: Vec<Term> = ts.iter().map(without_wraps).collect();
+        (new.as_slice() != ts).then_some(new)
+    };
+    match t {
+        Term::Add(ts) => all(ts).map_or_else(|| t.clone(), |n| Term::Add(n.into())),
+        Term::Mul(ts) => all(ts).map_or_else(|| t.clone(), |n| Term::Mul(n.into())),
+        Term::Sub(a, b) => {
+            let (x, y) = (without_wraps(a), without_wraps(b));
+            if x == **a && y == **b {
+                t.clone()
+            } else {
+                Term::sub(x, y)
+            }
+        }
+        _ => t.clone(),
+    }
+}
+
 /// The facts of [`crate::lemmas`] for two threads' indices: mixed-radix digits of the indices
 /// and of the operands of their divisions, and quotient and remainder facts of the divisions.
 fn index_lemmas(ia: &[Term], ib: &[Term]) -> Vec<Term> {
@@ -949,7 +975,20 @@ fn index_lemmas(ia: &[Term], ib: &[Term]) -> Vec<Term> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    for (x, y) in ia.iter().zip(ib) {
+    // The digits of an index an unsigned conversion may have wrapped once (`const uint off =
+    // b * w + k`: `ite(x < 0, x + 2^32, x)`, see `ctype::low_wrap`) are those of the index
+    // without the wrap, which it is whenever nothing wrapped: the lemmas of that index too.
+    let (wa, wb): (Vec<Term>, Vec<Term>) = (
+        ia.iter().map(without_wraps).collect(),
+        ib.iter().map(without_wraps).collect(),
+    );
+    let wrapped = wa.as_slice() != ia || wb.as_slice() != ib;
+    let pairs: Vec<(&Term, &Term)> = if wrapped {
+        ia.iter().zip(ib).chain(wa.iter().zip(&wb)).collect()
+    } else {
+        ia.iter().zip(ib).collect()
+    };
+    for (x, y) in pairs {
         radix_lemmas(x, y, &mut out);
         let mut pairs = Vec::new();
         equal_candidates(x, y, &mut pairs);
@@ -963,7 +1002,10 @@ fn index_lemmas(ia: &[Term], ib: &[Term]) -> Vec<Term> {
             }
         }
     }
-    let terms: Vec<&Term> = ia.iter().chain(ib).collect();
+    let mut terms: Vec<&Term> = ia.iter().chain(ib).collect();
+    if wrapped {
+        terms.extend(wa.iter().chain(&wb));
+    }
     divmod_facts(&terms, &mut out);
     product_bound_facts(&terms, &mut out);
     // For triage: what the solver is told about a pair's indices.
