@@ -668,21 +668,28 @@ pub fn quotient_bound_facts(terms: &[&Term], guards: &[&Term], out: &mut Vec<Ter
         collect_divs(t, &mut divs);
     }
     let mut bounds: Vec<(Term, Term)> = Vec::new();
-    let mut stack: Vec<&Term> = guards.to_vec();
+    let mut stack: Vec<Term> = guards.iter().map(|g| (*g).clone()).collect();
     while let Some(g) = stack.pop() {
-        match g {
-            Term::And(ts) => stack.extend(ts.iter()),
+        match &g {
+            Term::And(ts) => stack.extend(ts.iter().cloned()),
             Term::Lt(a, m) if matches!(**m, Term::Mul(_)) => {
                 bounds.push(((**a).clone(), (**m).clone()))
             }
-            // `if (i >= n * m) return;`
-            Term::Not(n) => {
-                if let Term::Le(m, a) = &**n {
-                    if matches!(**m, Term::Mul(_)) {
-                        bounds.push(((**a).clone(), (**m).clone()))
-                    }
+            // `a && b` as C evaluates it: `a ? b : a`.
+            Term::Ite(c, x, y) if c == y => stack.extend([(**c).clone(), (**x).clone()]),
+            Term::Not(n) => match &**n {
+                // `if (i >= n * m) return;`
+                Term::Le(m, a) if matches!(**m, Term::Mul(_)) => {
+                    bounds.push(((**a).clone(), (**m).clone()))
                 }
-            }
+                // `if (i >= n * m || other) return;`: every disjunct is false (`a || b` as C
+                // evaluates it is `!a ? b : a`).
+                Term::Or(ts) => stack.extend(ts.iter().map(|t| not(t.clone()))),
+                Term::Ite(c, x, y) if **c == not((**y).clone()) => {
+                    stack.extend([(**c).clone(), not((**x).clone())])
+                }
+                _ => {}
+            },
             _ => {}
         }
     }
