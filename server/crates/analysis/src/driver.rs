@@ -297,7 +297,7 @@ pub const NOT_ASKED_AGAIN: &str =
 
 /// A witness no clock shaped (see [`needs_full_limit`]).
 fn is_complete_witness(answer: &Answer) -> bool {
-    matches!(answer, Answer::Sat(model) if !model.contains_key(cudarace_solver::INCOMPLETE_KEY))
+    matches!(answer, Answer::Sat(_)) && !needs_full_limit(answer)
 }
 
 /// Whether `answer` was given under a first-pass limit that stopped it (a query timeout, or a

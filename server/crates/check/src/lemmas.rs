@@ -901,6 +901,33 @@ mod tests {
         assert!(out.is_empty(), "{out:?}");
     }
 
+    /// The size guard joined with other tests, as C evaluates `&&` (`a ? b : a`) and `||`
+    /// (`!a ? b : a`, negated past an early return), and as a negated disjunction: each gives
+    /// the bound of `i / n` by `m` that the guard alone gives.
+    #[test]
+    fn quotient_bounds_read_guards_joined_by_and_and_or() {
+        let i = Term::var("A.i");
+        let [n, m] = ["param.n", "param.m"].map(Term::var);
+        let q = div(i.clone(), n.clone());
+        let flag = lt(int(0), Term::var("A.load@1"));
+        let below = lt(i.clone(), mul(m.clone(), n.clone()));
+        let past = le(mul(m.clone(), n.clone()), i.clone());
+        let nonneg = le(int(0), i.clone());
+        let guards = [
+            ite(below.clone(), flag.clone(), below.clone()),
+            not(ite(not(past.clone()), flag.clone(), past.clone())),
+            not(or(vec![past.clone(), flag.clone()])),
+        ];
+        for g in guards {
+            let guard = and(vec![nonneg.clone(), g.clone()]);
+            let mut out = Vec::new();
+            quotient_bound_facts(&[&q], &[&guard], &mut out);
+            assert_eq!(out.len(), 1, "{}: {out:?}", show(&g));
+            assert!(show(&out[0]).contains(&show(&lt(q.clone(), m.clone()))));
+            assert!(valid(&out[0]), "not valid: {}", show(&out[0]));
+        }
+    }
+
     /// A lane split off by subtraction, `(r·c + j)·n + (x - (x / n)·n)`: the lane is `x % n`,
     /// the digit below the radix `n` (with the identity), and every lemma is valid.
     #[test]

@@ -32,10 +32,7 @@ pub const NOT_ASKED: &str = "not asked: enough races on the array were found fir
 impl KernelPlan {
     /// The array of a race query (`None` for a divergence query).
     pub fn race_array(&self, i: usize) -> Option<&str> {
-        match self.meta.items.get(i) {
-            Some(Item::Race { array, .. }) => Some(array),
-            _ => None,
-        }
+        self.race_sides(i).map(|(array, _, _)| array)
     }
 
     /// The array and the two accesses' spans of a race query (`None` for a divergence query).

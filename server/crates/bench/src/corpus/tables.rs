@@ -137,7 +137,9 @@ impl Stats {
                 let lower = reason.to_lowercase();
                 if lower.contains("timeout") || lower.contains("timed out") {
                     *s.timeouts.entry(v.clone()).or_default() += 1;
-                    if lower.contains("(timeout)") || lower.contains("(timeout: race-free") {
+                    let plausibly_race_free =
+                        format!("({})", cudarace_solver::TIMEOUT_PLAUSIBLY_RACE_FREE);
+                    if lower.contains("(timeout)") || lower.contains(&plausibly_race_free) {
                         s.query_timeouts += 1;
                     }
                     if lower.contains("time budget") {
