@@ -6,6 +6,7 @@ use std::time::Instant;
 use z3::SatResult;
 
 use crate::encode::Encoder;
+use crate::progress::LinearProgress;
 use crate::solve::{dump_if_slow, set_rlimit, Engine, FAST_RLIMIT_CAP};
 use crate::term::{Limits, Query, Sort, Term};
 
@@ -19,7 +20,12 @@ const LINEAR_SHARE: u64 = 50;
 /// `j*N + n'` with both digits below `N`, however `n` is built); Z3 takes tens of
 /// milliseconds to see it in the nonlinear query, one or two in the abstraction. Anything
 /// else (sat, undecided, malformed) leaves the query to the normal checks.
-pub(crate) fn linear_unsat(query: &Query, limits: &Limits) -> bool {
+pub(crate) fn linear_unsat(
+    query: &Query,
+    limits: &Limits,
+    progress: &mut LinearProgress,
+    complete: &dyn Fn() -> bool,
+) -> bool {
     if !crate::term::nonlinear(&query.assertions) {
         return false;
     }
@@ -27,8 +33,14 @@ pub(crate) fn linear_unsat(query: &Query, limits: &Limits) -> bool {
     // that constant in the abstraction: `bid * blockDim.x` is then a linear term, not a fresh
     // constant with facts (an exact abstraction decides more pairs, and faster).
     let fixed = fixed_values(query);
-    if abstraction_unsat(query, limits, &fixed) {
-        return true;
+    if !progress.base_failed {
+        if abstraction_unsat(query, limits, &fixed) {
+            return true;
+        }
+        if !complete() {
+            return false;
+        }
+        progress.base_failed = true;
     }
     // A factor with a few values (a loop over the planes `q·N + n` of a structure-of-arrays):
     // with each value substituted the product is linear, and when every case is unsat, so is
@@ -41,22 +53,30 @@ pub(crate) fn linear_unsat(query: &Query, limits: &Limits) -> bool {
         crate::cases::finite_cases(query),
     ]
     .into_iter()
-    .flatten()
-    .any(|cases| cases_unsat(query, limits, &fixed, &cases))
+    .enumerate()
+    .any(|(list, cases)| {
+        cases.is_some_and(|cases| {
+            cases_unsat(query, limits, &fixed, &cases, list, progress, complete)
+        })
+    })
 }
 
 /// Whether the linear abstraction is unsatisfiable in every case (with the query's fixed
-/// values). The first case it cannot refute ends the attempt.
+/// values). The first case it cannot refute ends the attempt. `list`: which list of cases
+/// this is, for `progress` (the cases refuted before are not checked again).
 fn cases_unsat(
     query: &Query,
     limits: &Limits,
     fixed: &[(String, i64)],
     cases: &[crate::cases::Case],
+    list: usize,
+    progress: &mut LinearProgress,
+    complete: &dyn Fn() -> bool,
 ) -> bool {
     let is_fixed = |n: &String| fixed.iter().any(|(m, _)| m == n);
     // Every case names the same variables: when the query fixes them all already, the cases
     // are the check just made.
-    if cases.iter().flatten().all(|(n, _)| is_fixed(n)) {
+    if progress.failed[list] || cases.iter().flatten().all(|(n, _)| is_fixed(n)) {
         return false;
     }
     // Each case on a quarter of the check's share: a case the abstraction refutes is refuted
@@ -66,11 +86,20 @@ fn cases_unsat(
         rlimit: limits.rlimit / CASE_SHARE_DIVISOR,
         ..*limits
     };
-    cases.iter().all(|case| {
+    for case in cases.iter().skip(progress.refuted[list]) {
         let mut values = fixed.to_vec();
         values.extend(case.iter().filter(|(n, _)| !is_fixed(n)).cloned());
-        abstraction_unsat(query, &limits, &values)
-    })
+        // (An unsat answer stands even when the clock stopped a later step.)
+        if abstraction_unsat(query, &limits, &values) {
+            progress.refuted[list] += 1;
+            continue;
+        }
+        if complete() {
+            progress.failed[list] = true;
+        }
+        return false;
+    }
+    true
 }
 
 /// How much smaller a case's check of the abstraction is than the whole query's.
@@ -153,6 +182,11 @@ pub(crate) fn fixed_values(query: &Query) -> Vec<(String, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`super::linear_unsat`] from the start, with no clock.
+    fn linear_unsat(query: &Query, limits: &Limits) -> bool {
+        super::linear_unsat(query, limits, &mut LinearProgress::default(), &|| true)
+    }
 
     fn v(name: &str) -> Term {
         Term::var(name)
@@ -321,6 +355,46 @@ mod tests {
         );
         q.assumptions.push(Term::le(int(1), v("w")));
         assert!(linear_unsat_assuming(&q, &Limits::default()));
+    }
+
+    /// `x * y == 7` with `x` in `2..=4`: the abstraction (a fresh product) is sat, each case
+    /// (`2y == 7`, `3y == 7`, `4y == 7`) is refuted.
+    fn product_of_a_small_range() -> Query {
+        let mut a = range(v("x"), 2, 5);
+        a.push(Term::le(int(0), v("y")));
+        a.push(Term::eq(mul(vec![v("x"), v("y")]), int(7)));
+        query(a)
+    }
+
+    #[test]
+    fn the_checks_that_finished_are_kept_and_resumed() {
+        let q = product_of_a_small_range();
+        let limits = Limits::default();
+        // Stopped by the clock after the first check: nothing is kept.
+        let mut p = LinearProgress::default();
+        assert!(!super::linear_unsat(&q, &limits, &mut p, &|| false));
+        assert_eq!(p, LinearProgress::default());
+        // Run to the end: refuted by the cases; what was done is counted.
+        let mut p = LinearProgress::default();
+        assert!(super::linear_unsat(&q, &limits, &mut p, &|| true));
+        assert!(p.base_failed);
+        assert_eq!(p.refuted[0], 3);
+        // Asked again after two cases were refuted: only the third is checked.
+        let mut p = LinearProgress {
+            base_failed: true,
+            refuted: [2, 0],
+            failed: [false, false],
+        };
+        assert!(super::linear_unsat(&q, &limits, &mut p, &|| true));
+        assert_eq!(p.refuted[0], 3);
+        // A list whose attempt failed before is not tried again (here wrongly recorded, to
+        // show that nothing is checked).
+        let mut p = LinearProgress {
+            base_failed: true,
+            refuted: [0, 0],
+            failed: [true, true],
+        };
+        assert!(!super::linear_unsat(&q, &limits, &mut p, &|| true));
     }
 
     #[test]

@@ -23,6 +23,26 @@ pub(crate) struct Progress {
     pub(crate) implausible: Option<bool>,
     /// How many of the first probes found nothing (and broke no assumption by their values).
     pub(crate) probes_done: usize,
+    /// How far the checks of the linear abstraction got when the clock stopped them.
+    pub(crate) linear: LinearProgress,
+    /// How many of the first cases `by_cases` showed unsatisfiable when the clock stopped it.
+    pub(crate) cases_refuted: usize,
+}
+
+/// How far [`linear_unsat`](crate::linear::linear_unsat) got before the clock stopped it, so
+/// that a query asked again resumes there: on the corpus, cuda-convnet2's `kCrop` spent its
+/// first 250 ms on the abstraction (sat, 120 ms) and three of its four cases (unsat), then
+/// the second pass did all of them again before the fourth case decided the query. Only
+/// checks the clock did not stop are counted (each is deterministic under its `rlimit`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LinearProgress {
+    /// The abstraction with only the query's fixed values is not unsatisfiable.
+    pub(crate) base_failed: bool,
+    /// Per list of cases (small ranges, then finite cases): how many leading cases the
+    /// abstraction refuted.
+    pub(crate) refuted: [usize; 2],
+    /// Per list of cases: a case the abstraction did not refute ended the list's attempt.
+    pub(crate) failed: [bool; 2],
 }
 
 /// At most this many queries' [`Progress`] are kept (then the table starts over).

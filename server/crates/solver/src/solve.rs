@@ -172,13 +172,16 @@ fn solve_inner(
     let complete = || !timer.fired() && !cancelled();
     // Before the query itself is encoded: most pairs it decides need nothing else.
     if !done.linear_sat {
-        if crate::linear::linear_unsat(query, limits) {
+        let mut linear = done.linear;
+        if crate::linear::linear_unsat(query, limits, &mut linear, &complete) {
             timer.disarm();
             return Answer::Unsat;
         }
-        if complete() {
-            Progress::record(key, query, |p| p.linear_sat = true);
-        }
+        let finished = complete();
+        Progress::record(key, query, |p| {
+            p.linear = linear;
+            p.linear_sat |= finished;
+        });
     }
     let enc = Encoder::new(&query.vars);
     let mut assertions: Vec<Bool> = match query.assertions.iter().map(|t| enc.bool(t)).collect() {
@@ -244,7 +247,15 @@ fn solve_inner(
     let cases = if done.cases_failed {
         None
     } else {
-        let decided = by_cases(query, limits, cancelled, timer, &enc);
+        let refuted = |n: usize| Progress::record(key, query, |p| p.cases_refuted = n);
+        let decided = by_cases(
+            query,
+            limits,
+            cancelled,
+            timer,
+            &enc,
+            (done.cases_refuted, &refuted),
+        );
         if decided.is_none() && complete() {
             Progress::record(key, query, |p| p.cases_failed = true);
         }
@@ -359,16 +370,20 @@ const CASE_SHARE: u64 = 50;
 /// preferred constraints, it is still satisfiable (a plausible witness, as a probe's); `None`
 /// otherwise (no cases, one undecided, a witness only without the assumptions, or a formula
 /// that does not encode): the normal checks then decide.
+///
+/// `(from, refuted)`: the first cases, shown unsatisfiable when the query was asked before,
+/// are not checked again; `refuted(n)` is told when the first `n` are.
 fn by_cases(
     query: &Query,
     limits: &Limits,
     cancelled: &dyn Fn() -> bool,
     timer: &Timer<'_>,
     enc: &Encoder,
+    (from, refuted): (usize, &dyn Fn(usize)),
 ) -> Option<Answer> {
     let cases = crate::cases::finite_cases(query)?;
     let rlimit = (limits.rlimit / CASE_SHARE).min(FAST_RLIMIT_CAP);
-    for values in &cases {
+    for (i, values) in cases.iter().enumerate().skip(from) {
         if cancelled() || timer.fired() {
             return None;
         }
@@ -386,7 +401,10 @@ fn by_cases(
         let result = solver.check();
         dump_if_slow(&solver, started.elapsed(), Engine::Fast, &result, "case");
         match result {
-            SatResult::Unsat => continue,
+            SatResult::Unsat => {
+                refuted(i + 1);
+                continue;
+            }
             SatResult::Unknown => return None,
             SatResult::Sat => {}
         }
