@@ -192,6 +192,20 @@ impl<'a, 't> Lowerer<'a, 't> {
                         return v;
                     }
                 }
+                // `ps[i].step(dt)`, `p->step(dt)`: a method of an element of an array in memory.
+                if let Some(o) = obj_node.filter(|_| !want_place) {
+                    if let Some(e) = self.element_object(o, &op, &method, args.len()) {
+                        return self.element_method_call(
+                            e,
+                            o,
+                            &op,
+                            &method,
+                            method_targs,
+                            n,
+                            &args,
+                        );
+                    }
+                }
                 // An object of a class defined in the file (or `*this`, or an object returned
                 // by reference, as in `a.set(1).set(2)`): the method is inlined.
                 let obj: Result<Rc<objects::Object>, Val> = match obj_node {

@@ -411,6 +411,9 @@ pub(crate) struct Lowerer<'a, 't> {
     /// are different cells. A whole element (`a[i]`) is every member; a pointer into such an
     /// array has an unknown offset (its arithmetic counts elements, not members).
     pub struct_members: HashMap<ArrayId, Vec<String>>,
+    /// The class of the file each array's elements are objects of (`Particle *ps`, `__shared__
+    /// Particle s[64]`), for their methods (`cxx/element_objects.rs`).
+    pub elem_classes: HashMap<ArrayId, String>,
     /// The place a reference-returning call refers to, handed from `inline` to `call_ref`.
     pub ref_result: Option<Place>,
     /// Per array, the sign of the constant step of each atomic on it that returns a ticket
@@ -504,6 +507,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             accessed: HashSet::new(),
             view_changed: HashSet::new(),
             struct_members: HashMap::new(),
+            elem_classes: HashMap::new(),
             ref_result: None,
             atomic_signs: HashMap::new(),
             tickets: Vec::new(),
@@ -886,6 +890,9 @@ impl<'a, 't> Lowerer<'a, 't> {
             span,
         );
         let plain = matches!(declarator_shape(g.declarator), Shape::Array | Shape::Scalar);
+        if let Some(class) = self.class_of(&ty).filter(|_| plain) {
+            self.elem_classes.insert(id, class);
+        }
         if origin != ArrayOrigin::ExternShared && plain {
             if let Some(m) = self.struct_layout(&ty) {
                 self.make_struct_array(id, m);
@@ -1169,6 +1176,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                     vec![None],
                     span,
                 );
+                if let Some(class) = self.class_of(&ty_text) {
+                    self.elem_classes.insert(arr, class);
+                }
                 let slot = self.new_slot(
                     (self.src.file, decl.start_byte()),
                     Base::Arr(arr),

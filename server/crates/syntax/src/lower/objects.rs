@@ -80,7 +80,7 @@ pub(crate) enum ObjInit {
 }
 
 /// The method definition a call with `nargs` arguments inlines, or why the call stays opaque.
-fn pick_method<'t>(
+pub(crate) fn pick_method<'t>(
     methods: Option<&Vec<MethodDef<'t>>>,
     nargs: usize,
 ) -> Result<MethodDef<'t>, &'static str> {

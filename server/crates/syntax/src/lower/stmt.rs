@@ -788,6 +788,12 @@ impl<'a, 't> Lowerer<'a, 't> {
                     dims,
                     nspan,
                 );
+                if let Some(class) = self
+                    .class_of(&ty_text)
+                    .filter(|_| matches!(shape, Shape::Array | Shape::Scalar))
+                {
+                    self.elem_classes.insert(id, class);
+                }
                 // `extern __shared__` memory is re-viewed with other types: no member cells.
                 if !is_extern && matches!(shape, Shape::Array | Shape::Scalar) {
                     if let Some(m) = self.struct_layout(&ty_text) {

@@ -22,9 +22,12 @@
 //! - `type_traits.rs`: `if (std::is_same<T, char>::value)` (and `if constexpr`) with `T`
 //!   bound by the call or the instantiation lowers only the branch the types choose.
 //! - `type_params.rs`: template type parameters bound to classes of the file (`reduce<Add>`).
+//! - `element_objects.rs`: methods of objects in memory (`ps[i].step(dt)` on an array of a class
+//!   of the file) are inlined on a copy of the element, read before and written back after.
 
 pub(crate) mod choice;
 pub(crate) mod collectives;
+pub(crate) mod element_objects;
 pub(crate) mod fn_refs;
 pub(crate) mod lambdas;
 pub(crate) mod launch_lambdas;
