@@ -7,6 +7,10 @@ fn main() {
     let first = args.first().copied().unwrap_or(1);
     let count = args.get(1).copied().unwrap_or(3);
     for seed in first..first + count {
-        println!("// seed {seed}\n{}", cudarace_interp::generate(seed).text);
+        let g = cudarace_interp::generate(seed);
+        println!("// seed {seed}\n{}", g.text);
+        if let Some(c) = g.cxx_text {
+            println!("// seed {seed}, C++ text\n{c}");
+        }
     }
 }

@@ -105,7 +105,9 @@ pub struct GenOptions {
     /// template `View{s}.template put<1>(i, x)`), a macro that expands to the subscript
     /// (`CX_AT(s, i) = x`) and an `int2` view of the array (`reinterpret_cast<int2 *>(s)[k / 2].x`). Same semantics, so a
     /// race the interpreter sees in the plain kernel must not be missed in the C++ one: the
-    /// lowering of these constructs is checked against the interpreter.
+    /// lowering of these constructs is checked against the interpreter. Also the same kernel
+    /// with the shared array `t` or the parameter `g` an array of objects whose accesses are
+    /// method calls on its elements (`t[i].set(x)`, `v += t[i].get()`; see `object_rewrite`).
     pub cxx: bool,
 }
 
@@ -176,7 +178,9 @@ pub fn generate_with(seed: u64, options: &GenOptions) -> GeneratedKernel {
         text
     };
     let cxx_text = if options.cxx {
-        cxx_rewrite(seed, &text)
+        // Only kernels in C++ form already: the plain ones keep the precision check, which
+        // matches findings by span.
+        cxx_rewrite(seed, &text).map(|r| object_rewrite(seed, &r).unwrap_or(r))
     } else {
         None
     };
@@ -257,6 +261,121 @@ fn cxx_store(body: &str, rng: &mut Rng) -> Option<String> {
             "{{ int cx_k = {i}; int cx_x = {x}; if (cx_k % 2 == 0) reinterpret_cast<int2 *>({a})[cx_k / 2].x = cx_x; else reinterpret_cast<int2 *>({a})[cx_k / 2].y = cx_x; }}"
         ),
     })
+}
+
+/// The class of [`object_rewrite`]'s arrays of objects: `val` is the element, `pad` a member
+/// no method touches (in a `__shared__` array each member is a cell of its own).
+const OBJECT_PRELUDE: &str = "\
+struct Cell {
+    int val;
+    int pad;
+    __device__ void set(int x) { val = x; }
+    __device__ int get() const { return val; }
+    __device__ void add(int x) { val += x; }
+    __device__ void add_to(int &acc) const { acc += val; }
+};
+";
+
+/// Turns the shared array `t` or the parameter `g` (or both) into an array of `Cell` objects
+/// whose every access is a method call on an element (`t[i].set(x)`, `v = t[i].get()`,
+/// `t[i].add_to(v)`, `t[i].add(t[j].get())`) or the member (`atomicAdd(&g[i].val, 1)`), so
+/// that the lowering of methods on objects in memory is checked against the interpreter
+/// (which runs the plain kernel). An array with a use of another form (a pointer to it, an
+/// access the C++ rewrite changed already) is left as it is. `None` when neither changed.
+fn object_rewrite(seed: u64, text: &str) -> Option<String> {
+    let mut rng = Rng::new(seed ^ 0x6f62_6a65_6374_7321);
+    if !rng.chance(50) {
+        return None;
+    }
+    let mut out = text.to_string();
+    let mut changed = false;
+    for arr in ["t", "g"] {
+        if !rng.chance(60) {
+            continue;
+        }
+        if let Some(r) = objects_of(&out, arr, &mut rng) {
+            out = r;
+            changed = true;
+        }
+    }
+    changed.then(|| format!("{OBJECT_PRELUDE}{out}"))
+}
+
+/// Whether `line` names the identifier `name`.
+fn mentions(line: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    line.match_indices(name).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + name.len()..].chars().next();
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
+}
+
+/// The text with every use of `arr` rewritten as a use of an array of `Cell`s (see
+/// [`object_rewrite`]), or `None` when one of its uses has another form.
+fn objects_of(text: &str, arr: &str, rng: &mut Rng) -> Option<String> {
+    let mut out = String::new();
+    for line in text.lines() {
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let body = line.trim_start();
+        let rewritten = if !mentions(body, arr) {
+            body.to_string()
+        } else if body.starts_with("__global__ void ") && arr == "g" {
+            body.replacen("int *g", "Cell *g", 1)
+        } else if body == "__shared__ int t[128];" && arr == "t" {
+            "__shared__ Cell t[128];".to_string()
+        } else {
+            object_use(body, arr, rng)?
+        };
+        let _ = writeln!(out, "{indent}{rewritten}");
+    }
+    Some(out)
+}
+
+/// One statement on `arr` as a use of its objects: `a[i] = x;`, `v = a[i];`, `v += a[i];`,
+/// `a[i] += a[j];`, `atomicAdd(&a[i], x);` (the index and value not naming `arr`).
+fn object_use(body: &str, arr: &str, rng: &mut Rng) -> Option<String> {
+    let own = |s: &str| !mentions(s, arr);
+    if let Some(rest) = body.strip_prefix(&format!("atomicAdd(&{arr}[")) {
+        let (i, x) = rest.strip_suffix(");")?.split_once("], ")?;
+        return (own(i) && own(x)).then(|| format!("atomicAdd(&{arr}[{i}].val, {x});"));
+    }
+    if let Some((op, rest)) = body
+        .strip_prefix("v = ")
+        .map(|r| ("=", r))
+        .or_else(|| body.strip_prefix("v += ").map(|r| ("+=", r)))
+    {
+        let i = rest.strip_prefix(&format!("{arr}["))?.strip_suffix("];")?;
+        if !own(i) {
+            return None;
+        }
+        return Some(match (op, rng.chance(50)) {
+            ("+=", true) => format!("{arr}[{i}].add_to(v);"),
+            _ => format!("v {op} {arr}[{i}].get();"),
+        });
+    }
+    let stmt = body.strip_suffix(';')?;
+    let (lhs, x, compound) = match stmt.split_once(" += ") {
+        Some((l, r)) => (l, r, true),
+        None => {
+            let (l, r) = stmt.split_once(" = ")?;
+            (l, r, false)
+        }
+    };
+    let i = lhs.strip_prefix(&format!("{arr}["))?.strip_suffix(']')?;
+    if !own(i) {
+        return None;
+    }
+    // `a[i] += a[j];`
+    let other = x
+        .strip_prefix(&format!("{arr}["))
+        .and_then(|r| r.strip_suffix(']'))
+        .filter(|j| own(j));
+    match (compound, other) {
+        (true, Some(j)) => Some(format!("{arr}[{i}].add({arr}[{j}].get());")),
+        (true, None) => own(x).then(|| format!("{arr}[{i}].add({x});")),
+        (false, _) => own(x).then(|| format!("{arr}[{i}].set({x});")),
+    }
 }
 
 /// `v = a[i];` or `v += a[i];`.

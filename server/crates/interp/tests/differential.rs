@@ -9,8 +9,9 @@
 //! `CUDARACE_DIFF_WRAP=1` (the default) adds conditions whose unsigned arithmetic wraps
 //! (`threadIdx.x - 1 > 5`, `tid < blockDim.x - 3`); `CUDARACE_DIFF_WRAP=0` leaves them out. `CUDARACE_DIFF_TILES=0` leaves out the 2-D tile statements.
 //! `CUDARACE_DIFF_CXX=0` leaves out the C++ forms: by default some kernels are given to the
-//! checker with accesses written through lambdas, function objects, an accessor class and `int2`
-//! views ([`GenOptions::cxx`]) while the interpreter runs the plain kernel, so the lowering of
+//! checker with accesses written through lambdas, function objects, an accessor class, `int2`
+//! views and methods of an array of objects (`t[i].set(x)`) ([`GenOptions::cxx`]) while the
+//! interpreter runs the plain kernel, so the lowering of
 //! those constructs is held to the same soundness.
 //! Each kernel is also checked once through a launch site in its own text instead of a launch
 //! given from outside ([`site_case`]): a host function launches it with constant sizes and an

@@ -21,6 +21,10 @@
 //! template parameter `W` in `TopK<float, W>`: `W`), else unknown values the same in every
 //! thread.
 //!
+//! An object in memory (an element of an array of a class of the file: `ps[i].step(dt)`,
+//! `p->step(dt)`) has its methods inlined on a copy of the element, read before the call and
+//! written back after it (`cxx/element_objects.rs`).
+//!
 //! What is not modelled stays opaque, as before: virtual methods, member templates, other operators,
 //! overloads of the same arity, constructors with statements, destructors, virtual bases and
 //! bases the file does not define, class templates with parameter packs, members the front
