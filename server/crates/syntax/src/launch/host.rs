@@ -496,6 +496,28 @@ impl<'t> HostEnv<'_, 't> {
             })
     }
 
+    /// [`HostEnv::unchanged`] for names read at `from` (before the launch): a change before
+    /// `from` does not count (unless a `goto` may jump back over it), one after it does.
+    pub(super) fn unchanged_from(&self, text: &str, from: usize) -> bool {
+        if self.has_goto() {
+            return self.unchanged(text);
+        }
+        let from = self.since.get().map_or(from, |s| s.min(from));
+        crate::text::tokens(text)
+            .into_iter()
+            .filter(|(is_id, _)| *is_id)
+            .all(|(_, name)| {
+                let constant = self
+                    .local_decl(name, false)
+                    .is_some_and(|(_, decl)| self.const_value(decl));
+                constant
+                    || self
+                        .changes(name)
+                        .iter()
+                        .all(|c| !self.may_run_between(from, *c))
+            })
+    }
+
     /// Whether the change `c` may run after `since` (a condition around the launch) and before
     /// the launch: it comes between them in the text, or after the launch inside a loop that
     /// holds the launch but not the condition (a loop around both evaluates the condition

@@ -94,11 +94,18 @@ impl<'t> HostEnv<'_, 't> {
     }
 
     /// What a launch argument is worth in constants and launch sizes.
+    ///
+    /// `from`: where the texts of `grid` and `block` and the argument's are read, the earliest
+    /// (a `dim3` local's declaration, a local's initializer, the launch): a text written the
+    /// same way is the same value when nothing changes its names from there to the launch
+    /// (`cudaOccupancyMaxPotentialBlockSize(&grid, &block, …)` before `int stride = grid *
+    /// block;` does not stop `stride` from being `gridDim.x * blockDim.x`).
     pub(super) fn site_value(
         &self,
         e: Node<'t>,
         grid: &[String],
         block: &[String],
+        from: usize,
         depth: u32,
     ) -> Option<SiteValue> {
         if depth > 8 {
@@ -113,7 +120,7 @@ impl<'t> HostEnv<'_, 't> {
             .collect();
         const DIMS: [Dim; 3] = [Dim::X, Dim::Y, Dim::Z];
         // Written the same way is the same value only if nothing changes it in between.
-        let same = |t: &String| *t == text && self.unchanged(&text);
+        let same = |t: &String| *t == text && self.unchanged_from(&text, from);
         if let Some(d) = grid.iter().position(same) {
             return Some(SiteValue::GridDim(DIMS[d]));
         }
@@ -122,26 +129,30 @@ impl<'t> HostEnv<'_, 't> {
         }
         match e.kind() {
             "parenthesized_expression" => {
-                self.site_value(e.named_child(0)?, grid, block, depth + 1)
+                self.site_value(e.named_child(0)?, grid, block, from, depth + 1)
             }
             "binary_expression" => {
                 let op = e.child_by_field_name("operator")?;
                 if node_text(op, self.text) != "*" {
                     return None;
                 }
-                let a = self.site_value(e.child_by_field_name("left")?, grid, block, depth + 1)?;
-                let b = self.site_value(e.child_by_field_name("right")?, grid, block, depth + 1)?;
+                let left = e.child_by_field_name("left")?;
+                let right = e.child_by_field_name("right")?;
+                let a = self.site_value(left, grid, block, from, depth + 1)?;
+                let b = self.site_value(right, grid, block, from, depth + 1)?;
                 Some(SiteValue::Mul(Box::new(a), Box::new(b)))
             }
             "identifier" => {
-                let (init, _) = self.local_init(node_text(e, self.text))?;
+                let (init, decl) = self.local_init(node_text(e, self.text))?;
                 if matches!(
                     init.kind(),
                     "argument_list" | "parameter_list" | "initializer_list"
                 ) {
                     return None;
                 }
-                self.site_value(init, grid, block, depth + 1)
+                // Its initializer's names are read at the declaration.
+                let from = from.min(decl.start_byte());
+                self.site_value(init, grid, block, from, depth + 1)
             }
             // A component of a `dim3` local (`int block_x = block.x;` passed on): its constant,
             // or the launch size written the same way.
@@ -188,6 +199,14 @@ impl<'t> HostEnv<'_, 't> {
         grid: Option<Node<'t>>,
         block: Option<Node<'t>>,
     ) -> Vec<Option<SiteValue>> {
+        // Where a launch size's texts are read: a `dim3` local's at its declaration (or
+        // later, at a component's store), else at the launch.
+        let read_at = |n: Option<Node<'t>>| {
+            n.filter(|n| n.kind() == "identifier")
+                .and_then(|n| self.local_init(node_text(n, self.text)))
+                .map_or(self.at, |(_, decl)| decl.start_byte().min(self.at))
+        };
+        let from = read_at(grid).min(read_at(block));
         let grid = grid.map(|g| self.dim_texts(g, 0)).unwrap_or_default();
         let block = block.map(|b| self.dim_texts(b, 0)).unwrap_or_default();
         let mut values: Vec<Option<SiteValue>> = nodes
@@ -197,7 +216,7 @@ impl<'t> HostEnv<'_, 't> {
                     let t = node_text(a, self.text).trim().to_string();
                     return eval_text(&t, self, 0).map(SiteValue::Int);
                 }
-                self.site_value(a, &grid, &block, 0)
+                self.site_value(a, &grid, &block, from, 0)
             })
             .collect();
         // An argument written in terms of the others (`k(dst, width, width)`,
