@@ -1061,7 +1061,7 @@ mod tests {
     #[test]
     fn cxx_forms_rewrite_accesses_only() {
         let mut rewritten = 0;
-        let mut forms = [0usize; 9];
+        let mut forms = [0usize; 15];
         let marks = [
             "cx_put(",
             "Store{}(",
@@ -1072,12 +1072,20 @@ mod tests {
             "[&](int k) { return",
             ".get(",
             "cx_r[",
+            // Arrays of objects (`object_rewrite`).
+            "].set(",
+            "].get()",
+            "].add_to(v)",
+            "].add(",
+            "].val, ",
+            "Cell ",
         ];
         for seed in 0..300 {
             let g = generate(seed);
             let Some(cxx) = &g.cxx_text else { continue };
             rewritten += 1;
-            let body = cxx
+            let body = cxx.strip_prefix(OBJECT_PRELUDE).unwrap_or(cxx);
+            let body = body
                 .strip_prefix(CXX_PRELUDE)
                 .expect("the prelude comes first");
             assert_eq!(body.lines().count(), g.text.lines().count(), "seed {seed}");
