@@ -37,6 +37,7 @@
 
 pub mod align;
 pub mod assumptions;
+pub mod bound_params;
 pub mod divergence;
 pub mod encode;
 mod findings;
@@ -251,6 +252,9 @@ pub fn plan_kernel_until(
             meta: Arc::new(meta),
         };
     }
+    // Parameters every launch site binds to a launch size are that size (see `bound_params`).
+    let bound = bound_params::with_bound_params(file, kernel);
+    let kernel = bound.as_ref().unwrap_or(kernel);
     let spent = std::cell::Cell::new(None);
     let stop = || {
         let whose = stop();
