@@ -663,6 +663,11 @@ impl Gen {
             // `gid < (n + 1) * (n + 2)` (see `condition`), ids `(n + 1) * (n + 2)` apart meet
             // without it.
             "gid / (n + 1) % (n + 2) * (n + 1) + gid % (n + 1)".into(),
+            // Digits of a remainder by a coarser modulus put together again: the remainder
+            // itself when the digit's radix divides the modulus (ids `2(n + 1)` apart meet),
+            // no such identity when it does not.
+            "gid % ((n + 1) * 2) / (n + 1) * (n + 1) + gid % (n + 1)".into(),
+            "gid % ((n + 1) * 2 + 1) / (n + 1) * (n + 1) + gid % (n + 1)".into(),
         ];
         if let Some((var, _, _)) = self.loop_vars.last().cloned() {
             choices.push(format!("gid + {var}"));

@@ -1019,6 +1019,121 @@ impl<'k> Exec<'k> {
         a
     }
 
+    /// `a + b`, with a number taken apart and put together again read as the number:
+    /// `(x / d) * d + x % d` is `x` (C's division and remainder, for any `d` but 0), also with
+    /// a common factor (`(x / d) * d * g + (x % d) * g` is `x * g`) and with the remainder of
+    /// a coarser modulus (`((y % (m * n)) / n) * n + y % n` is `y % (m * n)`: `n` divides `m *
+    /// n`). A flat index split into digits and rebuilt (`((b * C + c) * H + h) * W + w` from
+    /// `w = i % W`, `h = i / W % H`, …, or `im * M * N + r / N * N + i % N` from `r = i % (M *
+    /// N)`) is then, by a fact the query holds, the index itself, which the solver needs no
+    /// nonlinear reasoning for.
+    fn recomposed(&mut self, a: Term, b: Term) -> Term {
+        // The summands of both sides (`image * M * N + r / N * N + i % N` is built as
+        // `(image * M * N + r / N * N) + i % N`: the digit and its remainder meet only in the
+        // second sum), paired while some pair puts a number together.
+        let mut terms: Vec<Term> = Vec::new();
+        for t in [&a, &b] {
+            match t {
+                Term::Add(ts) if ts.len() <= 16 => terms.extend(ts.iter().cloned()),
+                _ => terms.push(t.clone()),
+            }
+        }
+        if terms.len() > 16 {
+            return add(a, b);
+        }
+        let mut changed = false;
+        'pairs: loop {
+            for j in 0..terms.len() {
+                for k in 0..terms.len() {
+                    if j == k {
+                        continue;
+                    }
+                    if let Some(x) = self.recompose(&terms[j], &terms[k]) {
+                        let (lo, hi) = (j.min(k), j.max(k));
+                        terms.remove(hi);
+                        terms[lo] = x;
+                        changed = true;
+                        continue 'pairs;
+                    }
+                }
+            }
+            break;
+        }
+        let sum = add(a, b);
+        if !changed {
+            return sum;
+        }
+        let mut it = terms.into_iter();
+        let first = it.next().unwrap_or(Term::Int(0));
+        let number = it.fold(first, add);
+        // The sum keeps its shape (the lemmas about digits read it: a quotient's bound from
+        // the loop's `i < channels * points`), and the identity is a fact where the divisions
+        // are defined (the divisors are not 0 there, see `divisor_nonzero`).
+        let mut when = vec![self.pc.clone()];
+        when.extend(self.value_guards.iter().cloned());
+        let fact = match and(when) {
+            Term::Bool(true) => Term::eq(sum.clone(), number),
+            w => Term::implies(w, Term::eq(sum.clone(), number)),
+        };
+        if !self.assumed.contains(&fact) {
+            self.assumed.push(fact);
+        }
+        sum
+    }
+
+    /// `x * g` when `q` is `(x / d) * d * g` and `r` is `(x % d) * g` (see [`Self::recomposed`]).
+    fn recompose(&self, q: &Term, r: &Term) -> Option<Term> {
+        let qf = factors_of(q);
+        let rf = factors_of(r);
+        for (i, f) in qf.iter().enumerate() {
+            let Term::Div(x, d) = f else { continue };
+            let df = factors_of(d);
+            let rest: Vec<Term> = qf
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, t)| t.clone())
+                .collect();
+            let Some(g) = without_factors(&rest, &df) else {
+                continue;
+            };
+            for (j, t) in rf.iter().enumerate() {
+                let (y, d2, euclidean) = match t {
+                    Term::Rem(y, d2) => (y, d2, false),
+                    Term::Mod(y, d2) => (y, d2, true),
+                    _ => continue,
+                };
+                let others: Vec<Term> = rf
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| *k != j)
+                    .map(|(_, t)| t.clone())
+                    .collect();
+                if !same_factors(&factors_of(d2), &df) || !same_factors(&others, &g) {
+                    continue;
+                }
+                // The remainder is `x % d`: `y` is `x`, or `x` is `y % m` (same kind, or `y`
+                // not negative) with `d` dividing `m`, and `(y % m) % d == y % d`.
+                let agrees = **y == **x
+                    || match &**x {
+                        Term::Rem(z, m) | Term::Mod(z, m) => {
+                            let same_kind = matches!(&**x, Term::Mod(..)) == euclidean;
+                            **z == **y
+                                && (same_kind || self.non_negative(y))
+                                && without_factors(&factors_of(m), &df).is_some()
+                        }
+                        _ => false,
+                    };
+                // A Euclidean `mod` is C's `%` only for a dividend that is not negative.
+                if !agrees || (euclidean && !self.non_negative(x)) {
+                    continue;
+                }
+                return Some(g.into_iter().fold((**x).clone(), mul));
+            }
+        }
+        None
+    }
+
     fn binary(&mut self, op: BinOp, a: Term, b: Term) -> Term {
         let bit = |op: BitOp, a: Term, b: Term| Term::Bit {
             op,
@@ -1041,7 +1156,7 @@ impl<'k> Exec<'k> {
                 let a = self.to_int(a);
                 let b = self.to_int(b);
                 match op {
-                    BinOp::Add => add(a, b),
+                    BinOp::Add => self.recomposed(a, b),
                     BinOp::Sub => sub(a, b),
                     BinOp::Mul => mul(a, b),
                     BinOp::Div => {
@@ -2155,4 +2270,32 @@ fn h_name(h: &Term) -> Option<&str> {
         Term::Var(n) => Some(&**n),
         _ => None,
     }
+}
+
+/// The factors of a product (nested products flattened); a term that is no product is its
+/// own only factor.
+fn factors_of(t: &Term) -> Vec<Term> {
+    let mut out = Vec::new();
+    let mut stack = vec![t];
+    while let Some(x) = stack.pop() {
+        match x {
+            Term::Mul(ts) if out.len() + stack.len() < 16 => stack.extend(ts.iter()),
+            _ => out.push(x.clone()),
+        }
+    }
+    out
+}
+
+/// `all` without one occurrence of each of `some` (as multisets); `None` when one is missing.
+fn without_factors(all: &[Term], some: &[Term]) -> Option<Vec<Term>> {
+    let mut left = all.to_vec();
+    for s in some {
+        let at = left.iter().position(|t| t == s)?;
+        left.remove(at);
+    }
+    Some(left)
+}
+
+fn same_factors(a: &[Term], b: &[Term]) -> bool {
+    a.len() == b.len() && without_factors(a, b).is_some_and(|l| l.is_empty())
 }
