@@ -7,9 +7,9 @@
 //! parameter, and the solver a product of an iteration count and that parameter, which it
 //! decides in hundreds of milliseconds where the same loop written with `blockDim.x *
 //! gridDim.x` is decided in a few (800 ms against 2 ms for a plain grid-stride copy).
-//! Substituted before the kernel is executed, the value is what the kernel would compute from
-//! its launch sizes (`int step = blockDim.x * gridDim.x;`, converted to the parameter's type),
-//! and the facts about grid-stride loops apply.
+//! Substituted before the kernel is executed, the value is what the host computed, in the
+//! parameter's type (`(int)gridDim.x * (int)blockDim.x` for an `int` step), and the facts about
+//! grid-stride loops apply.
 //!
 //! Only sites that pass every argument count, and only parameters of an integer type that
 //! every one of them binds to the same product of launch sizes (a grid size and a block size
@@ -53,8 +53,8 @@ pub fn with_bound_params(file: &FileIr, kernel: &Kernel) -> Option<Kernel> {
         let Some(v) = first.filter(|_| same) else {
             continue;
         };
-        if let (Some(e), true) = (launch_expr(v), counts_threads(v)) {
-            values.push((*id, Expr::Cast(p.ty, Box::new(e))));
+        if let (Some(e), true) = (launch_expr(v, p.ty), counts_threads(v)) {
+            values.push((*id, e));
         }
     }
     if values.is_empty() {
@@ -71,15 +71,18 @@ pub fn with_bound_params(file: &FileIr, kernel: &Kernel) -> Option<Kernel> {
     Some(k)
 }
 
-/// `v` as an expression of launch sizes and constants; `None` for anything else.
-fn launch_expr(v: &SiteValue) -> Option<Expr> {
+/// `v` as an expression of launch sizes and constants in the parameter's type `ty` (each size
+/// converted, the arithmetic in `ty`, as the host computed the argument); `None` for anything
+/// else.
+fn launch_expr(v: &SiteValue, ty: ScalarType) -> Option<Expr> {
+    let size = |b: Builtin| Expr::Cast(ty, Box::new(Expr::Builtin(b)));
     Some(match v {
         SiteValue::Int(n) => Expr::Int(*n),
-        SiteValue::GridDim(d) => Expr::Builtin(Builtin::GridDim(*d)),
-        SiteValue::BlockDim(d) => Expr::Builtin(Builtin::BlockDim(*d)),
-        SiteValue::Mul(a, b) => Expr::bin(BinOp::Mul, launch_expr(a)?, launch_expr(b)?),
+        SiteValue::GridDim(d) => size(Builtin::GridDim(*d)),
+        SiteValue::BlockDim(d) => size(Builtin::BlockDim(*d)),
+        SiteValue::Mul(a, b) => Expr::bin(BinOp::Mul, launch_expr(a, ty)?, launch_expr(b, ty)?),
         SiteValue::Op(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul), a, b) => {
-            Expr::bin(*op, launch_expr(a)?, launch_expr(b)?)
+            Expr::bin(*op, launch_expr(a, ty)?, launch_expr(b, ty)?)
         }
         _ => return None,
     })

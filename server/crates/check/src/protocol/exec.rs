@@ -1088,12 +1088,7 @@ impl<'k> Exec<'k> {
         for (i, f) in qf.iter().enumerate() {
             let Term::Div(x, d) = f else { continue };
             let df = factors_of(d);
-            let rest: Vec<Term> = qf
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .map(|(_, t)| t.clone())
-                .collect();
+            let rest = all_but(&qf, i);
             let Some(g) = without_factors(&rest, &df) else {
                 continue;
             };
@@ -1103,12 +1098,7 @@ impl<'k> Exec<'k> {
                     Term::Mod(y, d2) => (y, d2, true),
                     _ => continue,
                 };
-                let others: Vec<Term> = rf
-                    .iter()
-                    .enumerate()
-                    .filter(|(k, _)| *k != j)
-                    .map(|(_, t)| t.clone())
-                    .collect();
+                let others = all_but(&rf, j);
                 if !same_factors(&factors_of(d2), &df) || !same_factors(&others, &g) {
                     continue;
                 }
@@ -2283,6 +2273,13 @@ fn factors_of(t: &Term) -> Vec<Term> {
             _ => out.push(x.clone()),
         }
     }
+    out
+}
+
+/// The factors but the one at `i`.
+fn all_but(factors: &[Term], i: usize) -> Vec<Term> {
+    let mut out = factors.to_vec();
+    out.remove(i);
     out
 }
 
