@@ -4,10 +4,10 @@
 //!
 //! The method is inlined on a copy of the element: the members the method reads are read from
 //! the element's cells before the call (copy-in), it runs on the copy as on a local object,
-//! and the members it assigns are written back after it (copy-out). Without a barrier in the
-//! method, no other access of the calling thread comes between, so each thread's accesses to
-//! the element are the ones the method makes (at the call's span), only gathered at its start
-//! and end: the same pairs of accesses race.
+//! and each assignment of a member is followed by the write of its cell (on the paths that
+//! assign it). Without a barrier in the method, no access of another thread can tell the
+//! reads at the call's start from reads where the method makes them, so the same pairs of
+//! accesses race (reported at the call's span).
 //!
 //! What this cannot follow stays an opaque method call (the object may hold pointers to any
 //! array, the method may synchronize): a class with pointer or array members (their writes
@@ -201,13 +201,16 @@ impl<'a, 't> Lowerer<'a, 't> {
                 });
             }
         }
-        self.out.extend(body);
+        // Each assignment of a member is followed by the write of its cell, on the paths that
+        // assign it (`if (tid == owner) val = v;` writes only there).
+        let mut cells: Vec<(LocalId, Place)> = Vec::new();
         for (m, l) in &members {
             if assigned.contains(l) {
-                let cell = self.select_member(place.clone(), m, span);
-                self.write(cell, Expr::Local(*l), span);
+                cells.push((*l, self.select_member(place.clone(), m, span)));
             }
         }
+        let body = self.with_writes_after_assignments(body, &cells, span);
+        self.out.extend(body);
         value
     }
 }
@@ -250,6 +253,57 @@ impl<'a, 't> Lowerer<'a, 't> {
 /// How many functions [`Lowerer::may_take_member_address`] looks into before it gives up
 /// (and the method call stays opaque).
 const MAX_CALLEES: usize = 64;
+
+impl<'a, 't> Lowerer<'a, 't> {
+    /// `b` with the write of a member's cell (`cells`) right after each statement that may
+    /// change the member's local (an assignment, unmodelled code handed it), at any depth; each
+    /// write is an access of its own.
+    fn with_writes_after_assignments(
+        &mut self,
+        b: Block,
+        cells: &[(LocalId, Place)],
+        span: Span,
+    ) -> Block {
+        let mut out = Vec::with_capacity(b.len());
+        for s in b {
+            let changed: Vec<LocalId> = match &s {
+                Stmt::Assign { local, .. } => vec![*local],
+                Stmt::Opaque(o) => o.locals.clone(),
+                _ => vec![],
+            };
+            let s = match s {
+                Stmt::If {
+                    cond,
+                    then_branch,
+                    else_branch,
+                    span: if_span,
+                } => Stmt::If {
+                    cond,
+                    then_branch: self.with_writes_after_assignments(then_branch, cells, span),
+                    else_branch: self.with_writes_after_assignments(else_branch, cells, span),
+                    span: if_span,
+                },
+                Stmt::Loop(mut l) => {
+                    for blk in [&mut l.init, &mut l.cond_effects, &mut l.body, &mut l.step] {
+                        let taken = std::mem::take(blk);
+                        *blk = self.with_writes_after_assignments(taken, cells, span);
+                    }
+                    Stmt::Loop(l)
+                }
+                other => other,
+            };
+            out.push(s);
+            for (l, cell) in cells {
+                if changed.contains(l) {
+                    let cell = cell.clone();
+                    let ((), w) = self.capture(|s| s.write(cell, Expr::Local(*l), span));
+                    out.extend(w);
+                }
+            }
+        }
+        out
+    }
+}
 
 /// Whether `body` takes the address of one of `members` (`&count`, `&this->count`); adds the
 /// names it calls (`f(…)`, `obj.f(…)`, `this->f(…)`) to `callees`.
