@@ -22,8 +22,8 @@
 //! thread.
 //!
 //! An object in memory (an element of an array of a class of the file: `ps[i].step(dt)`,
-//! `p->step(dt)`) has its methods inlined on a copy of the element, read before the call and
-//! written back after it (`cxx/element_objects.rs`).
+//! `p->step(dt)`) has its methods inlined on a copy of the element, read before the call,
+//! each assignment of a member followed by the write of its cell (`cxx/element_objects.rs`).
 //!
 //! What is not modelled stays opaque, as before: virtual methods, member templates, other operators,
 //! overloads of the same arity, constructors with statements, destructors, virtual bases and

@@ -23,7 +23,8 @@
 //!   bound by the call or the instantiation lowers only the branch the types choose.
 //! - `type_params.rs`: template type parameters bound to classes of the file (`reduce<Add>`).
 //! - `element_objects.rs`: methods of objects in memory (`ps[i].step(dt)` on an array of a class
-//!   of the file) are inlined on a copy of the element, read before and written back after.
+//!   of the file) are inlined on a copy of the element, read before the call, each assigned
+//!   member's cell written where it is assigned.
 
 pub(crate) mod choice;
 pub(crate) mod collectives;
