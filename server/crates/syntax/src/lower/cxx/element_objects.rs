@@ -165,18 +165,20 @@ impl<'a, 't> Lowerer<'a, 't> {
         );
         let (value, body) =
             self.capture(|s| s.method_call_with(copy.clone(), method, targs, n, args, false));
+        let mut assigned = std::collections::BTreeSet::new();
+        assigned_locals(&body, &mut assigned);
         if synchronizes(&body) {
+            // Opaque instead, and whatever the lowered call would have changed (a local passed
+            // by reference, one an argument assigns) is unknown after it.
             self.opaque(
                 format!("method call `.{method}()` (a method with a barrier is not inlined on an element in memory)"),
                 span,
                 vec![ALL_ARRAYS],
-                vec![],
+                assigned.into_iter().collect(),
                 true,
             );
             return Val::S(self.unknown(format!("result of `{method}`"), span, false));
         }
-        let mut assigned = std::collections::BTreeSet::new();
-        assigned_locals(&body, &mut assigned);
         let mut read = HashSet::new();
         block_reads(&body, &mut read);
         if let Val::S(v) = &value {
