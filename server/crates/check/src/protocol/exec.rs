@@ -1038,7 +1038,13 @@ impl<'k> Exec<'k> {
                 _ => terms.push(t.clone()),
             }
         }
-        if terms.len() > 16 {
+        // Most sums hold no quotient and remainder to pair: nothing to try (this runs for every
+        // `+` the kernel executes).
+        let has = |kind: fn(&Term) -> bool| terms.iter().any(|t| factors_of(t).iter().any(kind));
+        if terms.len() > 16
+            || !has(|f| matches!(f, Term::Div(..)))
+            || !has(|f| matches!(f, Term::Rem(..) | Term::Mod(..)))
+        {
             return add(a, b);
         }
         let mut changed = false;

@@ -479,21 +479,10 @@ impl<'t> HostEnv<'_, 't> {
     /// names is changed anywhere in the function. A launch size and an argument written the
     /// same way are then the same value.
     pub(super) fn unchanged(&self, text: &str) -> bool {
-        crate::text::tokens(text)
-            .into_iter()
-            .filter(|(is_id, _)| *is_id)
-            .all(|(_, name)| {
-                if self
-                    .local_decl(name, false)
-                    .is_some_and(|(_, decl)| self.const_value(decl))
-                {
-                    return true;
-                }
-                self.changes(name).iter().all(|c| match self.since.get() {
-                    None => !self.may_precede_launch(*c),
-                    Some(since) => !self.may_run_between(since, *c),
-                })
-            })
+        self.names_unchanged(text, &|c| match self.since.get() {
+            None => self.may_precede_launch(c),
+            Some(since) => self.may_run_between(since, c),
+        })
     }
 
     /// [`HostEnv::unchanged`] for names read at `from` (before the launch): a change before
@@ -503,6 +492,11 @@ impl<'t> HostEnv<'_, 't> {
             return self.unchanged(text);
         }
         let from = self.since.get().map_or(from, |s| s.min(from));
+        self.names_unchanged(text, &|c| self.may_run_between(from, c))
+    }
+
+    /// Whether no change of a name in `text` `counts` (a `const` local never changes).
+    fn names_unchanged(&self, text: &str, counts: &dyn Fn(Node<'t>) -> bool) -> bool {
         crate::text::tokens(text)
             .into_iter()
             .filter(|(is_id, _)| *is_id)
@@ -510,11 +504,7 @@ impl<'t> HostEnv<'_, 't> {
                 let constant = self
                     .local_decl(name, false)
                     .is_some_and(|(_, decl)| self.const_value(decl));
-                constant
-                    || self
-                        .changes(name)
-                        .iter()
-                        .all(|c| !self.may_run_between(from, *c))
+                constant || !self.changes(name).iter().any(|c| counts(*c))
             })
     }
 
