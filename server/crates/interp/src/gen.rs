@@ -668,6 +668,10 @@ impl Gen {
             // no such identity when it does not.
             "gid % ((n + 1) * 2) / (n + 1) * (n + 1) + gid % (n + 1)".into(),
             "gid % ((n + 1) * 2 + 1) / (n + 1) * (n + 1) + gid % (n + 1)".into(),
+            // The digits converted to unsigned first: the checker does not know the sign of
+            // `n + 1` there, so each conversion may wrap in its terms; the number put together
+            // again is the id where none wraps (always, for the `n` the interpreter runs).
+            "(unsigned)(gid / (n + 1)) * (n + 1) + (unsigned)(gid % (n + 1))".into(),
         ];
         if let Some((var, _, _)) = self.loop_vars.last().cloned() {
             choices.push(format!("gid + {var}"));

@@ -1038,6 +1038,18 @@ impl<'k> Exec<'k> {
                 _ => terms.push(t.clone()),
             }
         }
+        // Digits kept in unsigned locals are wrapped where their sign is not known
+        // (`ite(x < 0, x + 2^64, x)`, see `ctype::low_wrap`): the pairing looks through the
+        // wraps, and the identity then holds where each wrap is the identity (`x >= 0`).
+        let mut unwrapped_when = Vec::new();
+        let mut budget = MAX_UNWRAPPED_NODES;
+        let stripped: Vec<Term> = terms
+            .iter()
+            .map(|t| without_wraps(t, &mut unwrapped_when, &mut budget))
+            .collect();
+        if !unwrapped_when.is_empty() {
+            terms = stripped;
+        }
         // Most sums hold no quotient and remainder to pair: nothing to try (this runs for every
         // `+` the kernel executes).
         let has = |kind: fn(&Term) -> bool| terms.iter().any(|t| factors_of(t).iter().any(kind));
@@ -1077,6 +1089,7 @@ impl<'k> Exec<'k> {
         // are defined (the divisors are not 0 there, see `divisor_nonzero`).
         let mut when = vec![self.pc.clone()];
         when.extend(self.value_guards.iter().cloned());
+        when.extend(unwrapped_when);
         let fact = match and(when) {
             Term::Bool(true) => Term::eq(sum.clone(), number),
             w => Term::implies(w, Term::eq(sum.clone(), number)),
@@ -2270,6 +2283,55 @@ fn h_name(h: &Term) -> Option<&str> {
 
 /// The factors of a product (nested products flattened); a term that is no product is its
 /// own only factor.
+/// How many nodes of a sum's summands [`without_wraps`] looks at (it runs for every `+`).
+const MAX_UNWRAPPED_NODES: usize = 64;
+
+/// `t` with the unsigned wraps in its arithmetic taken off (`ite(x < 0, x + 2^bits, x)` is
+/// `x`); `when` gets, for each, the condition that makes it the identity (`x >= 0`, stated on
+/// `x` without its own wraps: the inner conditions make it equal to the wrapped one).
+fn without_wraps(t: &Term, when: &mut Vec<Term>, budget: &mut usize) -> Term {
+    if *budget == 0 {
+        return t.clone();
+    }
+    *budget -= 1;
+    for bits in [64u8, 32] {
+        if let Some(x) = unwrap_low(t, bits) {
+            let x = without_wraps(x, when, budget);
+            let c = le(int(0), x.clone());
+            if !when.contains(&c) {
+                when.push(c);
+            }
+            return x;
+        }
+    }
+    let mut each = |ts: &[Term], join: fn(Term, Term) -> Term, unit: i64| {
+        ts.iter()
+            .map(|u| without_wraps(u, when, budget))
+            .fold(int(unit), join)
+    };
+    match t {
+        Term::Add(ts) => each(ts, add, 0),
+        Term::Mul(ts) => each(ts, mul, 1),
+        Term::Sub(a, b) => {
+            let a = without_wraps(a, when, budget);
+            sub(a, without_wraps(b, when, budget))
+        }
+        Term::Div(a, b) => {
+            let a = without_wraps(a, when, budget);
+            div(a, without_wraps(b, when, budget))
+        }
+        Term::Rem(a, b) => {
+            let a = without_wraps(a, when, budget);
+            rem(a, without_wraps(b, when, budget))
+        }
+        Term::Mod(a, b) => {
+            let a = without_wraps(a, when, budget);
+            modulo(a, without_wraps(b, when, budget))
+        }
+        _ => t.clone(),
+    }
+}
+
 fn factors_of(t: &Term) -> Vec<Term> {
     let mut out = Vec::new();
     let mut stack = vec![t];
