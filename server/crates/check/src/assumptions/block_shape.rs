@@ -274,14 +274,15 @@ pub fn constant_shape_assumption(d: usize, c: i64) -> Assumption {
 }
 
 /// The block-stride loops of `b` with a constant step: a counter that enters the loop as
-/// `threadIdx.d` (assigned just before it, or in its `init`; `thread_dim` says which values are
+/// `threadIdx.d`, or as `threadIdx.d / D` (`D` threads per step, a warp per row: the block
+/// is `C * D`), (assigned just before it, or in its `init`; `thread_dim` says which values are
 /// a thread index, `row * 16 + col` with `row = t / 16` and `col = t % 16` included), whose every assignment in the
 /// loop adds the same constant `C` (one of them on the loop's own level: every iteration), that
 /// the loop's condition tests and that indexes an array in its body. `entry`: the locals
 /// holding a thread index on entry to `b`.
 pub(super) fn stride_loops(
     b: &[Stmt],
-    entry: &BTreeMap<cudarace_ir::LocalId, cudarace_ir::Dim>,
+    entry: &BTreeMap<cudarace_ir::LocalId, (cudarace_ir::Dim, i64)>,
     known: &BTreeMap<cudarace_ir::LocalId, Expr>,
     constant: &dyn Fn(&Expr) -> Option<i64>,
     thread_dim: &dyn Fn(&Expr) -> Option<cudarace_ir::Dim>,
@@ -297,7 +298,13 @@ pub(super) fn stride_loops(
                   local: cudarace_ir::LocalId,
                   value: &Expr| {
         let value = inline_known(value, known);
-        match thread_dim(&value) {
+        // A thread index, or one divided by a constant `D` (`row = threadIdx.x / 32`: a
+        // warp's row): its loop covers `D` threads per step.
+        let index = match strip_casts(&value) {
+            Expr::Binary(BinOp::Div, x, k) => constant(k).and_then(|k| Some((thread_dim(x)?, k))),
+            v => thread_dim(v).map(|d| (d, 1)),
+        };
+        match index {
             Some(d) => {
                 holds.insert(local, d);
             }
@@ -332,9 +339,11 @@ pub(super) fn stride_loops(
                         assign(&mut at_entry, &mut known_at_entry, *local, value);
                     }
                 }
-                for (v, d) in &at_entry {
+                for (v, (d, per)) in &at_entry {
                     if let Some(c) = constant_step(l, *v, constant) {
-                        found.push((d.index(), c));
+                        if let Some(threads) = c.checked_mul(*per) {
+                            found.push((d.index(), threads));
+                        }
                     }
                 }
                 // Inside the loop a counter changes: nested loops start from what their own

@@ -58,7 +58,9 @@
 //!   constant `C` instead of `blockDim.x` (`for (i = threadIdx.x; i < 1024; i += 64)`) is
 //!   launched with blocks of exactly `C` threads in that dimension (`blockDim.x == 64`; the
 //!   counter may start at any value equal to `threadIdx.x` once the locals assigned once are
-//!   inlined and `(t / 16) * 16 + t % 16` is folded into `t`): fewer
+//!   inlined and `(t / 16) * 16 + t % 16` is folded into `t`; a counter that starts at
+//!   `threadIdx.x / D` walks in units of `D` threads, `for (row = tid / 32; …; row += 8)`
+//!   gives blocks of `8 * 32`): fewer
 //!   would leave cells to no thread, more would make threads collide. Not when the launch
 //!   fixes the dimension, when the kernel reads that block size other than in
 //!   `blockIdx.x * blockDim.x`, when two loops name different steps, or when `C` contradicts

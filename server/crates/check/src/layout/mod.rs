@@ -9,7 +9,9 @@
 //! tests below its block size (a comparison that only chooses a value is no guard), a
 //! parameter offset added) and assumed to stay inside the next step: `j + s2 <= d2 - 1`, in
 //! words `only if l2 + s2 > d2` when broken. A digit that is a constant is a field at a fixed
-//! offset of a record (`b * box_size + 4`): the record holds it, `4 <= box_size - 1`. An
+//! offset of a record (`b * box_size + 4`): the record holds it, `4 <= box_size - 1`. A digit
+//! of thread or block indices alone that fits its step only in a small launch (`bin * 192 +
+//! blockIdx.x * 4 + group`) bounds the launch: `gridDim.x <= 48`. An
 //! assumption the kernel's own bounds make false (`for (j = 0; j <= n; j++) a[i * n + j]`:
 //! `n + 1 <= n`) is not made: that race is the kernel's, not its caller's.
 
@@ -970,7 +972,11 @@ fn digit_assumptions(
         }
         // hi + 1 <= modulus
         if let Some(d) = modulus.sub(&hi).and_then(|d| d.add(&Poly::constant(-1))) {
-            push(nonneg(d, false), known, out);
+            // A digit of thread or block indices alone (no offset) that fits its step only in
+            // a small enough launch: the grid (block) is no wider than the row, as
+            // `leading-dimensions` says of `row * 64 + blockIdx.x` (here `row * 192 +
+            // blockIdx.x * 4 + lane`: at most 48 blocks).
+            push(nonneg_or_launch(d, false, fixed.0.is_empty()), known, out);
         }
         // 0 <= lo (only where a signed size or a subtraction may make it negative)
         push(nonneg(lo, true), known, out);
@@ -1003,6 +1009,16 @@ fn push(
 /// The assumption `0 <= d`, unless it holds or fails whatever the sizes (sizes at least 0),
 /// with the two sides of its negation in words: `(above, below)` for "above > below".
 fn nonneg(d: Poly, lower: bool) -> Option<(String, String, Assumption)> {
+    nonneg_or_launch(d, lower, false)
+}
+
+/// [`nonneg`], also for `d` whose varying terms are all negative when they are launch sizes
+/// alone and `launch_row` allows it (`48 - gridDim.x`: at most 48 blocks).
+fn nonneg_or_launch(
+    d: Poly,
+    lower: bool,
+    launch_row: bool,
+) -> Option<(String, String, Assumption)> {
     let mut d = d;
     // A size every term has (`cs * b + cs * o <= cs * t`) divides out.
     if d.constant_part() == 0 {
@@ -1051,7 +1067,10 @@ fn nonneg(d: Poly, lower: bool) -> Option<(String, String, Assumption)> {
     if terms.iter().all(|c| *c > 0) && constant >= 0 && !(lower && signed) {
         return None;
     }
-    if terms.iter().all(|c| *c < 0) {
+    let launch_sizes_only = d.0.keys().flatten().all(|a| {
+        matches!(a, Atom::Size { var, .. } if var.starts_with("blockDim.") || var.starts_with("gridDim."))
+    });
+    if terms.iter().all(|c| *c < 0) && !(launch_row && launch_sizes_only && constant > 0) {
         // Only with sizes at their smallest (`1 - m >= 0` for a digit `j + k`, `k < m`, in a
         // row of `j < n`): the kernel's own code reaches past the step (an off-by-one, a
         // stencil writing its neighbours), not a caller's layout.
