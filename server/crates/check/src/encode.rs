@@ -421,6 +421,15 @@ impl<'a> Encoder<'a> {
                     ));
                 }
             }
+            // Likewise a global id is below the thread count (`i < gridDim.x * blockDim.x`):
+            // a step of at least the thread count then keeps every thread in its own
+            // residue, which the precondition `jump >= gridDim.x * blockDim.x` of a loop by a
+            // step parameter needs (undecided in its small budget without it).
+            if let Some(d) = hi.strip_prefix("bid.") {
+                for t in ['A', 'B'] {
+                    out.push(lt(id(t), mul(v(format!("gridDim.{d}")), v(size.clone()))));
+                }
+            }
         }
         out
     }

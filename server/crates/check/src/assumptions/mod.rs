@@ -719,7 +719,26 @@ pub fn precondition_candidates(
         subject: p.to_string(),
         unless_launch: unless,
     };
+    let thread_count = |p: &str| {
+        (
+            le(mul(gx(), bx()), v(p)),
+            pre(
+                p,
+                format!("{p} >= gridDim.x * blockDim.x"),
+                Some(format!("{p} < gridDim.x * blockDim.x")),
+            ),
+        )
+    };
+    // A loop's step parameter (`i += jump`) first, as the thread count: a kernel stepping by
+    // a parameter is a grid-stride loop whose host passes the thread count, and the
+    // candidates after two undecided ones are not tried.
+    let steps = loop_step_params(kernel);
     let mut out = Vec::new();
+    for (p, _) in &params {
+        if steps.contains(*p) {
+            out.push(thread_count(p));
+        }
+    }
     for (p, signed) in &params {
         if *signed {
             out.push((le(int(1), v(p)), pre(p, format!("{p} >= 1"), None)));
@@ -751,16 +770,37 @@ pub fn precondition_candidates(
                 Some(format!("{p} % blockDim.x != 0")),
             ),
         ));
-        out.push((
-            le(mul(gx(), bx()), v(p)),
-            pre(
-                p,
-                format!("{p} >= gridDim.x * blockDim.x"),
-                Some(format!("{p} < gridDim.x * blockDim.x")),
-            ),
-        ));
+        if !steps.contains(*p) {
+            out.push(thread_count(p));
+        }
     }
     out.truncate(MAX_PRECONDITIONS);
+    out
+}
+
+/// The parameters some loop of the kernel steps its counter by (`i = i + jump`, in the loop's
+/// step or body).
+fn loop_step_params(kernel: &Kernel) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    visit_stmts(&kernel.body, &mut |s| {
+        let Stmt::Loop(l) = s else { return };
+        for blk in [&l.step, &l.body] {
+            assigned_values(blk, &mut |local, value| {
+                let Expr::Binary(BinOp::Add, a, b) = strip_casts(value) else {
+                    return;
+                };
+                for (x, y) in [(a, b), (b, a)] {
+                    if let (Expr::Local(c), Expr::Param(p)) = (strip_casts(x), strip_casts(y)) {
+                        if *c == local {
+                            if let Some(param) = kernel.params.get(p.0 as usize) {
+                                out.insert(param.name.clone());
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
     out
 }
 
