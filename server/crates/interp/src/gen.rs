@@ -199,6 +199,7 @@ const CXX_PRELUDE: &str = "\
 struct View {
     int *p;
     __device__ int &operator[](int i) const { return p[i]; }
+    __device__ int get(int i) { return p[i]; }
     __device__ int get(int i) const { return p[i]; }
     template <int D>
     __device__ void put(int i, int x) const { p[i * D] = x; }

@@ -83,10 +83,16 @@ pub(crate) enum ObjInit {
     List(Vec<Val>),
 }
 
+/// The most tokens of a definition [`Lowerer::const_twins`] compares.
+const MAX_TWIN_TOKENS: usize = 4000;
+
 /// The method definition a call with `nargs` arguments inlines, or why the call stays opaque.
+/// `twins` says whether two definitions are the same code but for `const` (see
+/// [`Lowerer::const_twins`]): overloads that only differ so are one method to the checker.
 pub(crate) fn pick_method<'t>(
     methods: Option<&Vec<MethodDef<'t>>>,
     nargs: usize,
+    twins: &dyn Fn(&FuncDef<'t>, &FuncDef<'t>) -> bool,
 ) -> Result<MethodDef<'t>, &'static str> {
     let Some(ms) = methods else {
         return Err("not a method of the class");
@@ -110,6 +116,16 @@ pub(crate) fn pick_method<'t>(
     }
     match (fitting.as_slice(), with_body.as_slice()) {
         ([m], _) => Ok(***m),
+        // A `const` overload and its twin (`T &at(int)`, `const T &at(int) const`): the same
+        // code runs whichever the compiler picks.
+        ([m, rest @ ..], _)
+            if m.def.is_some_and(|a| {
+                rest.iter()
+                    .all(|r| r.is_static == m.is_static && r.def.is_some_and(|b| twins(&a, &b)))
+            }) =>
+        {
+            Ok(***m)
+        }
         // Overloads are chosen by argument types, which the front end does not know.
         ([_, _, ..], _) => Err("overloaded methods are not told apart"),
         // Default arguments.
@@ -120,6 +136,31 @@ pub(crate) fn pick_method<'t>(
 }
 
 impl<'a, 't> Lowerer<'a, 't> {
+    /// Whether two definitions are the same tokens but for `const` (and comments): a `const`
+    /// overload of an accessor and its twin, which run the same code. Up to
+    /// [`MAX_TWIN_TOKENS`] tokens each; longer ones are not compared.
+    pub(crate) fn const_twins(&self, a: &FuncDef<'t>, b: &FuncDef<'t>) -> bool {
+        fn tokens<'s>(n: Node, text: &'s str, out: &mut Vec<&'s str>) -> bool {
+            if n.kind() == "comment" {
+                return true;
+            }
+            if n.child_count() == 0 {
+                let t = text.get(n.start_byte()..n.end_byte()).unwrap_or("");
+                if t != "const" {
+                    out.push(t);
+                }
+                return out.len() <= MAX_TWIN_TOKENS;
+            }
+            let mut c = n.walk();
+            let children: Vec<Node> = n.children(&mut c).collect();
+            children.into_iter().all(|ch| tokens(ch, text, out))
+        }
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        tokens(a.node, self.tab.text(a.file), &mut x)
+            && tokens(b.node, self.tab.text(b.file), &mut y)
+            && x == y
+    }
+
     /// The class (defined in the file, modelled member by member) a type specifier names.
     pub fn class_of(&self, ty: &str) -> Option<String> {
         self.class_of_at(ty, 0)
@@ -1037,7 +1078,9 @@ impl<'a, 't> Lowerer<'a, 't> {
     ) -> Val {
         let class = self.class_def(&obj.class);
         let picked = match class {
-            Some(c) => pick_method(c.methods.get(method), args.len()),
+            Some(c) => pick_method(c.methods.get(method), args.len(), &|a, b| {
+                self.const_twins(a, b)
+            }),
             None => Err("the class is not modelled"),
         };
         match picked {
@@ -1081,15 +1124,19 @@ impl<'a, 't> Lowerer<'a, 't> {
                 return Some(self.method_call(this, method, n, args, want_place));
             }
         }
-        Some(match pick_method(Some(ms), args.len()) {
-            Ok(MethodDef {
-                def: Some(def),
-                is_static: true,
-                ..
-            }) => self.inline(method, &def, None, n, args, None, want_place),
-            Ok(_) => self.opaque_method(None, method, "a method called without an object", n, args),
-            Err(why) => self.opaque_method(None, method, why, n, args),
-        })
+        Some(
+            match pick_method(Some(ms), args.len(), &|a, b| self.const_twins(a, b)) {
+                Ok(MethodDef {
+                    def: Some(def),
+                    is_static: true,
+                    ..
+                }) => self.inline(method, &def, None, n, args, None, want_place),
+                Ok(_) => {
+                    self.opaque_method(None, method, "a method called without an object", n, args)
+                }
+                Err(why) => self.opaque_method(None, method, why, n, args),
+            },
+        )
     }
 
     /// A method call that is not inlined: it may touch any array, synchronize and change the

@@ -54,7 +54,10 @@ impl<'a, 't> Lowerer<'a, 't> {
         {
             return None;
         }
-        let picked = super::super::objects::pick_method(def.methods.get(method), nargs).ok()?;
+        let picked = super::super::objects::pick_method(def.methods.get(method), nargs, &|a, b| {
+            self.const_twins(a, b)
+        })
+        .ok()?;
         let body = picked
             .def
             .filter(|_| !picked.is_static && !picked.is_template)?;
