@@ -2309,27 +2309,17 @@ fn without_wraps(t: &Term, when: &mut Vec<Term>, budget: &mut usize) -> Term {
             .map(|u| without_wraps(u, when, budget))
             .fold(int(unit), join)
     };
-    match t {
-        Term::Add(ts) => each(ts, add, 0),
-        Term::Mul(ts) => each(ts, mul, 1),
-        Term::Sub(a, b) => {
-            let a = without_wraps(a, when, budget);
-            sub(a, without_wraps(b, when, budget))
-        }
-        Term::Div(a, b) => {
-            let a = without_wraps(a, when, budget);
-            div(a, without_wraps(b, when, budget))
-        }
-        Term::Rem(a, b) => {
-            let a = without_wraps(a, when, budget);
-            rem(a, without_wraps(b, when, budget))
-        }
-        Term::Mod(a, b) => {
-            let a = without_wraps(a, when, budget);
-            modulo(a, without_wraps(b, when, budget))
-        }
-        _ => t.clone(),
-    }
+    let (join, a, b): (fn(Term, Term) -> Term, _, _) = match t {
+        Term::Add(ts) => return each(ts, add, 0),
+        Term::Mul(ts) => return each(ts, mul, 1),
+        Term::Sub(a, b) => (sub, a, b),
+        Term::Div(a, b) => (div, a, b),
+        Term::Rem(a, b) => (rem, a, b),
+        Term::Mod(a, b) => (modulo, a, b),
+        _ => return t.clone(),
+    };
+    let a = without_wraps(a, when, budget);
+    join(a, without_wraps(b, when, budget))
 }
 
 fn factors_of(t: &Term) -> Vec<Term> {
