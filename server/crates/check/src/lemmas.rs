@@ -131,16 +131,29 @@ fn radices(ms: &[Mono], out: &mut Vec<Term>) {
         }
         // And the product of all of them: the digit below may be bounded by the product only
         // (`b * (G * K) + c / 2` with `c < 2 * G * K`, a channel of a group of kernel taps).
-        // Only for a few parameters (sizes a host passes) and a digit above them that is a
-        // quotient (a flat id taken apart, `b = i / width / channels`): elsewhere the lemma is
-        // one more nonlinear fact Z3 does not need and slows on (planes `q * nx * ny * nz + n`
-        // of a lattice took 14 times as long with it).
+        // Only for two or three parameters (sizes a host passes) and a digit above them that
+        // is a quotient (a flat id taken apart, `b = i / width / channels`): elsewhere the
+        // lemma is one more nonlinear fact Z3 does not need and slows on (planes `q * nx * ny *
+        // nz + n` of a lattice took 14 times as long with it; four sizes, slower too).
         let params = sizes
             .iter()
             .all(|f| matches!(f, Term::Var(v) if v.starts_with("param.")));
-        let quotient = m.factors.iter().any(|f| matches!(f, Term::Div(..)));
-        if params && quotient && (2..=4).contains(&sizes.len()) {
-            let all = Term::Mul(sizes.iter().map(|f| (*f).clone()).collect());
+        // Or a block index (`out += blockIdx.x * n * c` over `i < c * n`: a batch per block).
+        let quotient = m.factors.iter().any(|f| {
+            matches!(f, Term::Div(..))
+                || matches!(f, Term::Var(v) if v.starts_with("A.bid.") || v.starts_with("B.bid."))
+        });
+        if params && quotient && (2..=3).contains(&sizes.len()) {
+            // With the summand's constant (`blockIdx.x * n * c * 2` over `i < 2 * c * n`): the
+            // digit below is below the whole step, not below the sizes alone.
+            let c = m.coef.checked_abs().unwrap_or(0);
+            let all = Term::Mul(
+                (c >= 2)
+                    .then(|| int(c))
+                    .into_iter()
+                    .chain(sizes.iter().map(|f| (*f).clone()))
+                    .collect(),
+            );
             if !out.contains(&all) {
                 out.push(all);
             }
@@ -182,12 +195,19 @@ fn split(ms: &[Mono], f: &Term) -> (Term, Term) {
         }
         return (sum_of(&hi), sum_of(&lo));
     }
-    // A product radix takes the summands with every one of its factors.
+    // A product radix takes the summands with every one of its factors (and its constant
+    // dividing their coefficient).
     let parts: Vec<Term> = match f {
         Term::Mul(fs) => fs.to_vec(),
         _ => vec![f.clone()],
     };
+    let k: i64 = parts.iter().filter_map(as_int).product();
+    let parts: Vec<Term> = parts.into_iter().filter(|p| as_int(p).is_none()).collect();
     for m in ms {
+        if k == 0 || m.coef % k != 0 {
+            lo.push(m.clone());
+            continue;
+        }
         let mut rest = m.factors.clone();
         let all = parts
             .iter()
@@ -200,7 +220,7 @@ fn split(ms: &[Mono], f: &Term) -> (Term, Term) {
             });
         if all {
             hi.push(Mono {
-                coef: m.coef,
+                coef: m.coef / k,
                 factors: rest,
             });
         } else {
@@ -910,6 +930,64 @@ mod tests {
             "{:?}",
             out.iter().map(show).collect::<Vec<_>>()
         );
+    }
+
+    /// A batch per block (`out += blockIdx.x * c * n * 2` over `i < 2 * c * n`): the block
+    /// index times the product with its constant is a radix (the digit is below `2 * c * n`,
+    /// not below `c * n`), and the lemma holds on small values of every sign.
+    #[test]
+    fn a_block_index_times_a_product_of_sizes_is_a_radix() {
+        let (c, n) = (Term::var("param.c"), Term::var("param.n"));
+        let side = |s: &str| {
+            let b = Term::var(format!("{s}.bid.x"));
+            add(
+                mul(mul(mul(b, c.clone()), n.clone()), int(2)),
+                Term::var(format!("{s}.i")),
+            )
+        };
+        let radix = Term::Mul(vec![int(2), c.clone(), n.clone()].into());
+        let mut out = Vec::new();
+        radix_lemmas(&side("A"), &side("B"), &mut out);
+        let with: Vec<&Term> = out
+            .iter()
+            .filter(|l| show(l).contains(&show(&radix)))
+            .collect();
+        assert!(
+            !with.is_empty(),
+            "{:?}",
+            out.iter().map(show).collect::<Vec<_>>()
+        );
+        for l in with {
+            for (ia, ib, cv, nv, ba, bb) in (-6i64..=6).flat_map(|ia| {
+                (-6i64..=6).flat_map(move |ib| {
+                    [-2i64, -1, 1, 2, 3].into_iter().flat_map(move |cv| {
+                        [-2i64, -1, 1, 3].into_iter().flat_map(move |nv| {
+                            (0i64..3).flat_map(move |ba| {
+                                (0i64..3).map(move |bb| (ia, ib, cv, nv, ba, bb))
+                            })
+                        })
+                    })
+                })
+            }) {
+                let m: std::collections::BTreeMap<String, i64> = [
+                    ("A.i", ia),
+                    ("B.i", ib),
+                    ("param.c", cv),
+                    ("param.n", nv),
+                    ("A.bid.x", ba),
+                    ("B.bid.x", bb),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+                assert_ne!(
+                    crate::witness::eval_bool(l, &m),
+                    Some(false),
+                    "{} at {m:?}",
+                    show(l)
+                );
+            }
+        }
     }
 
     /// A strided digit `(pos % o1) * s1`: bounded by the size product `o1 * s1 - s1`, for a C
