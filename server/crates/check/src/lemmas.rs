@@ -139,11 +139,11 @@ fn radices(ms: &[Mono], out: &mut Vec<Term>) {
             .iter()
             .all(|f| matches!(f, Term::Var(v) if v.starts_with("param.")));
         // Or a block index (`out += blockIdx.x * n * c` over `i < c * n`: a batch per block).
-        let quotient = m.factors.iter().any(|f| {
+        let digit_above = m.factors.iter().any(|f| {
             matches!(f, Term::Div(..))
                 || matches!(f, Term::Var(v) if v.starts_with("A.bid.") || v.starts_with("B.bid."))
         });
-        if params && quotient && (2..=3).contains(&sizes.len()) {
+        if params && digit_above && (2..=3).contains(&sizes.len()) {
             // With the summand's constant (`blockIdx.x * n * c * 2` over `i < 2 * c * n`): the
             // digit below is below the whole step, not below the sizes alone.
             let c = m.coef.checked_abs().unwrap_or(0);

@@ -517,11 +517,18 @@ fn first_precondition(
         // A query that divides by a variable: Z3 rarely decides it with a precondition in the
         // fast engine's small budget, and each attempt would take a quarter second. But for
         // the first candidate, the likeliest (a loop's step parameter as the thread count,
-        // whose residues divide: about 20k units with the global ids' bounds).
-        let share = if divides && i > 0 {
+        // whose residues divide: about 20k units with the global ids' bounds). Whether it
+        // removes a side is checked in the small budget: that check is satisfiable for a
+        // precondition worth giving, and Z3 rarely finds the model fast here.
+        let reach_share = if divides {
             PRECONDITION_SHARE * 10
         } else {
             PRECONDITION_SHARE
+        };
+        let share = if i == 0 {
+            PRECONDITION_SHARE
+        } else {
+            reach_share
         };
         set_rlimit(&solver, (limits.rlimit / share).min(FAST_RLIMIT_CAP));
         for a in kept_defs.iter().chain(&defs).chain(assertions).chain(&kept) {
@@ -540,13 +547,6 @@ fn first_precondition(
         if result == SatResult::Unknown {
             undecided += 1;
         }
-        // (Whether it removes a side is checked in the small budget: the check is satisfiable
-        // for a precondition worth giving, and Z3 rarely finds that model fast here.)
-        let reach_share = if divides {
-            PRECONDITION_SHARE * 10
-        } else {
-            PRECONDITION_SHARE
-        };
         if result == SatResult::Unsat && !removes_a_side(query, t, limits, reach_share, enc) {
             return Some(i);
         }

@@ -2281,8 +2281,6 @@ fn h_name(h: &Term) -> Option<&str> {
     }
 }
 
-/// The factors of a product (nested products flattened); a term that is no product is its
-/// own only factor.
 /// How many nodes of a sum's summands [`without_wraps`] looks at (it runs for every `+`).
 const MAX_UNWRAPPED_NODES: usize = 64;
 
@@ -2322,6 +2320,8 @@ fn without_wraps(t: &Term, when: &mut Vec<Term>, budget: &mut usize) -> Term {
     join(a, without_wraps(b, when, budget))
 }
 
+/// The factors of a product (nested products flattened); a term that is no product is its
+/// own only factor.
 fn factors_of(t: &Term) -> Vec<Term> {
     let mut out = Vec::new();
     let mut stack = vec![t];
